@@ -1,0 +1,185 @@
+"""The session catalog: every `sessions.csv` under raw_video/, validated into `CatalogEntry` records.
+
+Columns (header required, order free): session_id, scenario, participants (names separated by ';'),
+video, sha256, subtitles, clip_start, clip_end, source. `video` and `subtitles` are relative to the
+folder of the CSV file that lists them and must stay inside raw_video/. Times are seconds or
+HH:MM:SS[.,]mmm.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pipeline.errors import RescueError, describe_validation
+from pipeline.project import Project, lexical
+from pipeline.records import CatalogEntry
+from pipeline.store import write_text_atomic
+
+CATALOG_NAME = "sessions.csv"
+COLUMNS = ("session_id", "scenario", "participants", "video", "sha256", "subtitles", "clip_start", "clip_end", "source")
+REQUIRED = frozenset({"session_id", "scenario", "participants", "video", "sha256"})
+_TIME = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:[.,]\d+)?)$")
+_FIX_CSV = "edit the catalog (see raw_video/README.md for the columns)"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A catalog entry with where it was read from, for error messages."""
+
+    entry: CatalogEntry
+    file: Path
+    line: int
+
+
+def parse_time(text: str) -> float:
+    """'100', '100.5', '01:40' or '00:01:40,000' -> seconds."""
+    text = text.strip()
+    match = _TIME.match(text)
+    if match:
+        hours, minutes, seconds = match.groups()
+        return int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds.replace(",", "."))
+    return float(text)
+
+
+def format_time(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise RescueError(
+            f"{path}: line {line} is not UTF-8 (byte 0x{data[exc.start]:02x})", "re-save the catalog as UTF-8"
+        ) from exc
+
+
+def _entry_from_row(project: Project, csv_path: Path, line: int, row: dict[str, str]) -> CatalogEntry:
+    where = f"{project.rel_or_abs(csv_path)}:{line}"
+    folder = csv_path.parent
+    fix_path = f"give a path relative to {project.rel_or_abs(folder)}/ that stays inside raw_video/"
+
+    def media_path(column: str) -> str | None:
+        value = row.get(column, "").strip()
+        if not value:
+            return None
+        if Path(value).is_absolute():
+            raise RescueError(f"{where}: {column} {value!r} is an absolute path", fix_path)
+        resolved = lexical(folder / value)  # lexical, so symlinked videos on another disk still work
+        if not resolved.is_relative_to(project.raw_video):
+            raise RescueError(f"{where}: {column} {value!r} escapes raw_video/", fix_path)
+        return project.rel(resolved)
+
+    try:
+        clip_start = parse_time(row["clip_start"]) if row.get("clip_start", "").strip() else None
+        clip_end = parse_time(row["clip_end"]) if row.get("clip_end", "").strip() else None
+    except ValueError as exc:
+        raise RescueError(f"{where}: clip time is not a number or HH:MM:SS ({exc})", _FIX_CSV) from exc
+    try:
+        return CatalogEntry(
+            session_id=row["session_id"].strip(),
+            scenario=row["scenario"].strip().lower(),  # type: ignore[arg-type]
+            participants=tuple(p.strip() for p in row["participants"].split(";") if p.strip()),
+            video=media_path("video") or "",
+            sha256=row["sha256"].strip().lower(),
+            subtitles=media_path("subtitles"),
+            clip_start=clip_start,
+            clip_end=clip_end,
+            source=row.get("source", "").strip(),
+        )
+    except ValidationError as exc:
+        raise RescueError(f"{where}: {describe_validation(exc)}", _FIX_CSV) from exc
+
+
+def read_catalog_file(project: Project, csv_path: Path) -> list[Located]:
+    """Parse one catalog file; every problem names the file, the line and the column."""
+    text = _read_text(csv_path)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = REQUIRED.difference(header)
+    unknown = set(header).difference(COLUMNS)
+    if missing or unknown:
+        parts = [f"missing column(s) {', '.join(sorted(missing))}" if missing else "",
+                 f"unknown column(s) {', '.join(sorted(unknown))}" if unknown else ""]
+        raise RescueError(f"{project.rel_or_abs(csv_path)}: {'; '.join(p for p in parts if p)}",
+                          f"use the header: {','.join(COLUMNS)}")
+    reader.fieldnames = header
+    located: list[Located] = []
+    for row in reader:
+        line = reader.line_num
+        if None in row or any(value is None for value in row.values()):
+            raise RescueError(f"{project.rel_or_abs(csv_path)}:{line}: expected {len(header)} fields",
+                              "quote values that contain commas; one session per line")
+        if not any(value.strip() for value in row.values()):
+            continue
+        located.append(Located(_entry_from_row(project, csv_path, line, row), csv_path, line))
+    return located
+
+
+def catalog_files(project: Project) -> list[Path]:
+    if not project.raw_video.is_dir():
+        return []
+    return sorted(project.raw_video.rglob(CATALOG_NAME))
+
+
+def load_catalog(project: Project) -> list[Located]:
+    """All sessions from all catalogs, sorted by id; a session id listed twice is an error."""
+    seen: dict[str, Located] = {}
+    for path in catalog_files(project):
+        for item in read_catalog_file(project, path):
+            first = seen.get(item.entry.session_id)
+            if first is not None:
+                raise RescueError(
+                    f"session id {item.entry.session_id!r} is listed twice: "
+                    f"{project.rel(first.file)}:{first.line} and {project.rel(item.file)}:{item.line}",
+                    "give each session a unique id (remove or rename one)",
+                )
+            seen[item.entry.session_id] = item
+    return [seen[key] for key in sorted(seen)]
+
+
+def render_catalog(project: Project, csv_path: Path, entries: Iterable[CatalogEntry]) -> str:
+    """CSV text for `entries`, media paths written relative to the CSV's folder."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    folder = lexical(csv_path.parent)
+    for entry in entries:
+        def rel(path: str | None) -> str:
+            return "" if path is None else lexical(project.abs(path)).relative_to(folder).as_posix()
+
+        writer.writerow([entry.session_id, entry.scenario, ";".join(entry.participants), rel(entry.video),
+                         entry.sha256, rel(entry.subtitles), format_time(entry.clip_start),
+                         format_time(entry.clip_end), entry.source])
+    return out.getvalue()
+
+
+def append_entry(project: Project, csv_path: Path, entry: CatalogEntry) -> None:
+    """Add one session to a catalog file (created if absent), refusing an id any catalog already has.
+
+    The file is rewritten atomically: existing lines are kept byte for byte.
+    """
+    existing = {item.entry.session_id: item for item in load_catalog(project)}
+    if entry.session_id in existing:
+        item = existing[entry.session_id]
+        raise RescueError(f"session id {entry.session_id!r} already exists in {project.rel(item.file)}:{item.line}",
+                          "choose another --id, or edit that catalog line by hand")
+    if not lexical(csv_path).is_relative_to(project.raw_video):
+        raise RescueError(f"catalog {csv_path} is not inside raw_video/", "keep catalogs under raw_video/")
+    new_rows = render_catalog(project, csv_path, [entry]).split("\n", 1)[1]
+    if csv_path.exists():
+        current = _read_text(csv_path)
+        if current and not current.endswith("\n"):
+            current += "\n"
+        write_text_atomic(csv_path, current + new_rows)
+    else:
+        write_text_atomic(csv_path, ",".join(COLUMNS) + "\n" + new_rows)

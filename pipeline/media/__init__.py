@@ -1,0 +1,1 @@
+"""Media stage family: probing, audio extraction, clips and keyframes (ingest)."""

@@ -1,0 +1,113 @@
+"""The only module that calls ffmpeg/ffprobe (through ffmpeg-python). Returns our records, raises RescueError."""
+
+from __future__ import annotations
+
+import shutil
+import wave
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import ffmpeg
+
+from pipeline.errors import RescueError
+from pipeline.records import AudioStream, VideoStream
+
+_BITEXACT = {"fflags": "+bitexact", "map_metadata": -1}
+_INSTALL_FIX = "install ffmpeg (apt-get install ffmpeg), or run `make demo` once"
+
+
+@dataclass(frozen=True)
+class Probe:
+    container: str
+    duration: float
+    video: VideoStream | None
+    audio: AudioStream | None
+
+
+def _require_ffmpeg() -> None:
+    if shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None:
+        raise RescueError("ffmpeg/ffprobe not found on PATH", _INSTALL_FIX)
+
+
+def _stderr(exc: ffmpeg.Error) -> str:
+    text = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
+    return text[-1] if text else "no message"
+
+
+def _rate(text: str | None) -> float:
+    try:
+        value = Fraction(text or "0")
+    except (ValueError, ZeroDivisionError):
+        return 0.0
+    return float(value) if value > 0 else 0.0
+
+
+def probe(path: Path) -> Probe:
+    """Container, duration and the first video and audio stream of `path`."""
+    _require_ffmpeg()
+    try:
+        info = ffmpeg.probe(str(path))
+    except ffmpeg.Error as exc:
+        raise RescueError(
+            f"cannot read media {path}: {_stderr(exc)}",
+            "the file is corrupt or truncated: copy or download it again, or re-encode it with ffmpeg",
+        ) from exc
+    streams = info.get("streams", [])
+    fmt = info.get("format", {})
+    video = next((s for s in streams if s.get("codec_type") == "video" and not s.get("disposition", {}).get("attached_pic")), None)
+    audio = next((s for s in streams if s.get("codec_type") == "audio"), None)
+    durations = [float(x) for x in [fmt.get("duration")] + [s.get("duration") for s in streams] if x not in (None, "N/A")]
+    return Probe(
+        container=str(fmt.get("format_name", "")),
+        duration=float(fmt["duration"]) if fmt.get("duration") not in (None, "N/A") else max(durations, default=0.0),
+        video=VideoStream(
+            codec=str(video.get("codec_name", "")),
+            width=int(video.get("width", 0)),
+            height=int(video.get("height", 0)),
+            fps=round(_rate(video.get("avg_frame_rate")) or _rate(video.get("r_frame_rate")), 3),
+        ) if video else None,
+        audio=AudioStream(
+            codec=str(audio.get("codec_name", "")),
+            sample_rate=int(audio.get("sample_rate", 0)),
+            channels=int(audio.get("channels", 0)),
+        ) if audio else None,
+    )
+
+
+def _input(source: Path, start: float | None, end: float | None) -> ffmpeg.nodes.FilterableStream:
+    if start is None or end is None:
+        return ffmpeg.input(str(source))
+    return ffmpeg.input(str(source), ss=f"{start:.3f}", t=f"{end - start:.3f}")
+
+
+def _run(node: ffmpeg.nodes.OutputStream, source: Path, what: str) -> None:
+    try:
+        node.global_args("-nostdin", "-v", "error").overwrite_output().run(capture_stdout=True, capture_stderr=True)
+    except ffmpeg.Error as exc:
+        raise RescueError(
+            f"ffmpeg failed to {what} from {source}: {_stderr(exc)}",
+            "the file may be corrupt: check it with `ffprobe`, or re-encode it",
+        ) from exc
+
+
+def extract_audio(source: Path, target: Path, *, sample_rate: int, start: float | None = None,
+                  end: float | None = None) -> int:
+    """Decode the first audio stream to mono PCM WAV at `sample_rate`; returns the number of samples."""
+    _require_ffmpeg()
+    stream = _input(source, start, end).audio
+    node = stream.output(str(target), ac=1, ar=sample_rate, acodec="pcm_s16le", vn=None,
+                         **_BITEXACT, **{"flags:a": "+bitexact"})
+    _run(node, source, "extract audio")
+    with wave.open(str(target), "rb") as handle:
+        return handle.getnframes()
+
+
+def cut_clip(source: Path, target: Path, *, start: float, end: float, has_video: bool) -> None:
+    """Re-encode [start, end) of `source` to MP4 (frame-accurate, unlike a stream copy)."""
+    _require_ffmpeg()
+    clip = _input(source, start, end)
+    streams = [clip.video, clip.audio] if has_video else [clip.audio]
+    video_args = {"vcodec": "libx264", "preset": "veryfast", "crf": 20, "pix_fmt": "yuv420p"} if has_video else {}
+    node = ffmpeg.output(*streams, str(target), acodec="aac", movflags="+faststart", **video_args, **_BITEXACT)
+    _run(node, source, "cut the clip")

@@ -1,0 +1,218 @@
+"""Make-like execution of per-session stages: fingerprint, skip what is up to date, run the rest
+atomically (optionally in a process pool), record each outcome, and rebuild the stage's manifest."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pipeline import __version__
+from pipeline.catalog import load_catalog
+from pipeline.errors import RescueError
+from pipeline.project import Project
+from pipeline.records import CatalogEntry, Record
+from pipeline.settings import Settings, load_settings
+from pipeline.stages import STAGES, Stage
+from pipeline.store import (
+    FileStamp,
+    StageRun,
+    atomic_dir,
+    describe_outputs,
+    outputs_intact,
+    sha256_json,
+    sweep_leftovers,
+    write_record_atomic,
+    write_text_atomic,
+)
+
+State = Literal["done", "stale", "failed", "pending", "blocked"]
+
+
+class SessionStatus(Record):
+    stage: str
+    session_id: str
+    state: State
+    reason: str = ""
+
+
+@dataclass
+class StageReport:
+    stage: str
+    ran: list[str] = field(default_factory=list)
+    up_to_date: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    blocked: list[str] = field(default_factory=list)
+    manifest: str = ""
+
+
+@dataclass(frozen=True)
+class Context:
+    project: Project
+    settings: Settings
+    catalog: tuple[CatalogEntry, ...]
+
+    @classmethod
+    def load(cls, project: Project) -> Context:
+        return cls(project, load_settings(project.root), tuple(item.entry for item in load_catalog(project)))
+
+    def select(self, session_ids: Iterable[str] = ()) -> list[CatalogEntry]:
+        wanted = list(session_ids)
+        known = {entry.session_id: entry for entry in self.catalog}
+        unknown = [sid for sid in wanted if sid not in known]
+        if unknown:
+            raise RescueError(f"unknown session id(s): {', '.join(unknown)}",
+                              "run `rescue status` to list the catalog's sessions")
+        return [known[sid] for sid in wanted] if wanted else list(self.catalog)
+
+
+def state_path(project: Project, stage: Stage, session_id: str) -> Path:
+    return project.session_dir(f"state/{stage.name}", session_id + ".json")
+
+
+def read_run(project: Project, stage: Stage, session_id: str) -> StageRun | None:
+    path = state_path(project, stage, session_id)
+    if not path.exists():
+        return None
+    try:
+        return StageRun.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None  # unreadable state = never ran; the stage simply runs again
+
+
+def _stamps(project: Project, stage: Stage, entry: CatalogEntry) -> tuple[FileStamp, ...]:
+    """Size and mtime of source files, so a file replaced behind the catalog's back is noticed."""
+    stamps = []
+    for path in stage.input_files(project, entry):
+        stat = path.stat() if path.exists() else None
+        stamps.append(FileStamp(path=project.rel(path), size=stat.st_size if stat else -1,
+                                mtime_ns=stat.st_mtime_ns if stat else -1))
+    return tuple(stamps)
+
+
+def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
+    """Hash of everything the stage's output depends on; None while an upstream stage is not done."""
+    upstream = {}
+    for name in stage.after:
+        run = read_run(ctx.project, STAGES[name], entry.session_id)
+        if run is None or run.status != "done":
+            return None
+        upstream[name] = sha256_json([o.model_dump() for o in run.outputs])
+    return sha256_json({
+        "stage": stage.name,
+        "version": stage.version,
+        "settings": stage.settings_of(ctx.settings).model_dump(mode="json"),
+        "entry": entry.model_dump(mode="json"),
+        "upstream": upstream,
+    })
+
+
+def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionStatus:
+    def status(state: State, reason: str = "") -> SessionStatus:
+        return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason)
+
+    wanted = fingerprint(ctx, stage, entry)
+    if wanted is None:
+        return status("blocked", f"waiting for {', '.join(stage.after)}")
+    run = read_run(ctx.project, stage, entry.session_id)
+    if run is None:
+        return status("pending")
+    if run.fingerprint != wanted:
+        return status("stale", "catalog entry, settings or stage version changed")
+    if run.status == "failed":
+        return status("failed", run.error)
+    if run.inputs != _stamps(ctx.project, stage, entry):
+        return status("stale", "a source file changed on disk")
+    if not outputs_intact(ctx.project.root, run.outputs):
+        return status("stale", "outputs missing or changed")
+    return status("done")
+
+
+def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -> StageRun:
+    """Run one stage for one session in a temp folder that replaces the old output only on success.
+
+    Top-level (picklable) so a process pool can run it; it reloads settings from the root itself.
+    """
+    project = Project(root)
+    stage = STAGES[stage_name]
+    settings = load_settings(root)
+    final = project.session_dir(stage.area, entry.session_id)
+    common = dict(stage=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
+    try:
+        inputs = _stamps(project, stage, entry)
+        with atomic_dir(final) as workdir:
+            stage.run(project, entry, settings, workdir, final)
+        run = StageRun(status="done", outputs=describe_outputs(root, final), inputs=inputs, **common)
+    except RescueError as exc:
+        run = StageRun(status="failed", error=str(exc), **common)
+    except Exception as exc:  # a bug, not bad input: keep the traceback for the report
+        run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
+    write_record_atomic(state_path(project, stage, entry.session_id), run)
+    return run
+
+
+def write_manifest(ctx: Context, stage: Stage) -> Path:
+    """build/manifests/<stage>.jsonl: the records of every catalog session whose stage is done."""
+    lines = []
+    for entry in ctx.catalog:
+        record = ctx.project.session_dir(stage.area, entry.session_id) / stage.record_name
+        if session_status(ctx, stage, entry).state == "done" and record.exists():
+            lines.append(stage.record_type.model_validate_json(record.read_text(encoding="utf-8")).model_dump_json())
+    path = ctx.project.build / "manifests" / f"{stage.name}.jsonl"
+    text = "".join(line + "\n" for line in lines)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        write_text_atomic(path, text)
+    return path
+
+
+def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
+              on_start: Callable[[int], None] = lambda n: None,
+              on_done: Callable[[StageRun], None] = lambda run: None) -> StageReport:
+    """Run `stage` for each entry that is not up to date; failures are recorded, not raised."""
+    sweep_leftovers(ctx.project.build)
+    report = StageReport(stage.name)
+    todo: list[tuple[CatalogEntry, str]] = []
+    for entry in entries:
+        status = session_status(ctx, stage, entry)
+        if status.state == "done":
+            report.up_to_date.append(entry.session_id)
+        elif status.state == "blocked":
+            report.blocked.append(entry.session_id)
+        else:
+            todo.append((entry, fingerprint(ctx, stage, entry) or ""))
+    on_start(len(todo))
+    root = ctx.project.root
+    if jobs > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(run_session, root, stage.name, entry, wanted) for entry, wanted in todo]
+            runs = []
+            for future in as_completed(futures):
+                runs.append(future.result())
+                on_done(runs[-1])
+            runs.sort(key=lambda run: run.session_id)
+    else:
+        runs = []
+        for entry, wanted in todo:
+            runs.append(run_session(root, stage.name, entry, wanted))
+            on_done(runs[-1])
+    for run in runs:
+        if run.status == "done":
+            report.ran.append(run.session_id)
+        else:
+            report.failed[run.session_id] = run.error
+    report.manifest = ctx.project.rel(write_manifest(ctx, stage))
+    return report
+
+
+def orphans(ctx: Context, stage: Stage) -> list[str]:
+    """Sessions with stored state that the catalog no longer lists (their outputs are kept)."""
+    base = ctx.project.build / "state" / stage.name
+    if not base.exists():
+        return []
+    listed = {entry.session_id for entry in ctx.catalog}
+    found = (p.relative_to(base).as_posix().removesuffix(".json") for p in base.rglob("*.json"))
+    return sorted(sid for sid in found if sid not in listed)
+
