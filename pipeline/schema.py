@@ -1,0 +1,137 @@
+"""The declarative annotation schema (annotation_schemas/*.yaml) as typed records.
+
+Everything that labels rows reads it: the Label Studio config generator, the validator for
+pulled annotations, the agreement plan and the task builders' label sets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from pipeline.errors import RescueError, describe_validation
+from pipeline.records import Record, Scenario
+
+FieldType = Literal["number", "text", "label", "entity", "entities", "integer", "row_refs", "items"]
+ItemType = Literal["text", "label", "entity", "entities", "integer"]
+AppliesTo = Literal["all", "client", "therapist"]
+Agreement = Literal["nominal", "ordinal", "interval", "set", "text", "none"]
+SCENARIOS: tuple[Scenario, ...] = ("couple", "family")
+DEFAULT_SCHEMA = "rescue-v1.yaml"
+
+
+class SubField(Record):
+    """One attribute of a list item (e.g. `person`, `intensity` of an `internal_emotion` item)."""
+
+    name: str
+    type: ItemType
+    labels: str | None = None
+    min: int | None = None
+    max: int | None = None
+    agreement: Agreement = "none"
+
+
+class SchemaField(Record):
+    name: str
+    group: str
+    type: FieldType
+    applies_to: AppliesTo
+    agreement: Agreement
+    required: bool = False
+    annotated: bool = True
+    labels: str | None = None
+    allow_empty: bool = False
+    min: int | None = None
+    max: int | None = None
+    key: str | None = None
+    items: tuple[SubField, ...] = ()
+    prefill: str | None = None
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> SchemaField:
+        if self.type == "items" and not self.items:
+            raise ValueError(f"field {self.name}: type items needs `items`")
+        if self.type != "items" and self.items:
+            raise ValueError(f"field {self.name}: only type items may have `items`")
+        if self.key is not None and self.key not in {item.name for item in self.items}:
+            raise ValueError(f"field {self.name}: key {self.key!r} is not one of its items")
+        for part in (self, *self.items):
+            if part.type == "label" and not part.labels:
+                raise ValueError(f"field {self.name}: {part.name} is a label without `labels`")
+            if part.type == "integer" and (part.min is None or part.max is None or part.min > part.max):
+                raise ValueError(f"field {self.name}: {part.name} is an integer without a valid min/max")
+        return self
+
+    def applies(self, speaker: str, therapist: str) -> bool:
+        """Whether this field is filled on a row spoken by `speaker`."""
+        if self.applies_to == "all":
+            return True
+        return (speaker == therapist) == (self.applies_to == "therapist")
+
+
+class AnnotationSchema(Record):
+    name: str
+    version: str
+    therapist: str
+    group_labels: dict[Scenario, str]
+    label_sets: dict[str, dict[Literal["all", "couple", "family"], tuple[str, ...]]]
+    fields: tuple[SchemaField, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> AnnotationSchema:
+        names = [f.name for f in self.fields]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"field name(s) repeat: {', '.join(repeated)}")
+        for set_name, per_scenario in self.label_sets.items():
+            if not per_scenario:
+                raise ValueError(f"label set {set_name} is empty")
+            for scope, labels in per_scenario.items():
+                if not labels:
+                    raise ValueError(f"label set {set_name} ({scope}) is empty")
+                if len(set(labels)) != len(labels):
+                    raise ValueError(f"label set {set_name} ({scope}) repeats a label")
+            if "all" not in per_scenario and set(per_scenario) != set(SCENARIOS):
+                raise ValueError(f"label set {set_name} needs `all` or both couple and family")
+        for field in self.fields:
+            for part in (field, *field.items):
+                if part.labels and part.labels not in self.label_sets:
+                    raise ValueError(f"field {field.name}: unknown label set {part.labels!r}")
+        return self
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-v{self.version}"
+
+    def field(self, name: str) -> SchemaField:
+        for field in self.fields:
+            if field.name == name:
+                return field
+        raise KeyError(name)
+
+    def labels(self, set_name: str, scenario: Scenario) -> tuple[str, ...]:
+        per_scenario = self.label_sets[set_name]
+        return per_scenario.get(scenario) or per_scenario["all"]
+
+    def entities(self, scenario: Scenario, participants: tuple[str, ...]) -> tuple[str, ...]:
+        """The closed entity set of a session: its participants, the therapist and the group label."""
+        return (*participants, self.therapist, self.group_labels[scenario])
+
+
+def load_schema(path: Path) -> AnnotationSchema:
+    """Read and validate a schema file; any problem names the file and what to fix."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RescueError(f"annotation schema {path} not found", "restore it from git or pass another schema") from exc
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise RescueError(f"annotation schema {path} is not valid YAML: {exc}", "fix the YAML syntax") from exc
+    try:
+        return AnnotationSchema.model_validate(data)
+    except ValidationError as exc:
+        raise RescueError(f"annotation schema {path}: {describe_validation(exc)}",
+                          "see the field types at the top of annotation_schemas/rescue-v1.yaml") from exc
