@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, describe_validation
 
 
 class IngestSettings(BaseModel):
@@ -40,8 +40,5 @@ def load_settings(root: Path) -> Settings:
     try:
         return Settings.model_validate(table)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise RescueError(
-            f"{pyproject} [tool.rescue] {where}: {first['msg']}", "see README 'Settings' for the allowed keys"
-        ) from exc
+        raise RescueError(f"{pyproject} [tool.rescue]: {describe_validation(exc)}",
+                          "see README 'Settings' for the allowed keys") from exc
