@@ -3,8 +3,10 @@ atomically (optionally in a process pool), record each outcome, and rebuild the 
 
 from __future__ import annotations
 
+import fcntl
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +69,22 @@ class Context:
             raise RescueError(f"unknown session id(s): {', '.join(unknown)}",
                               "run `rescue status` to list the catalog's sessions")
         return [known[sid] for sid in wanted] if wanted else list(self.catalog)
+
+
+@contextmanager
+def build_lock(project: Project) -> Iterator[None]:
+    """One writer per build folder: a second `rescue` run would sweep the first one's temp files."""
+    project.build.mkdir(parents=True, exist_ok=True)
+    with (project.build / ".lock").open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise RescueError(f"another rescue command is writing to {project.build}",
+                              "wait for it to finish (or stop it), then run this again") from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def state_path(project: Project, stage: Stage, session_id: str) -> Path:
@@ -172,7 +190,14 @@ def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: 
               on_start: Callable[[int], None] = lambda n: None,
               on_done: Callable[[StageRun], None] = lambda run: None) -> StageReport:
     """Run `stage` for each entry that is not up to date; failures are recorded, not raised."""
-    sweep_leftovers(ctx.project.build)
+    with build_lock(ctx.project):
+        return _run_stage_locked(ctx, stage, entries, jobs=jobs, on_start=on_start, on_done=on_done)
+
+
+def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int,
+                      on_start: Callable[[int], None], on_done: Callable[[StageRun], None]) -> StageReport:
+    for area in (stage.area, f"state/{stage.name}", "manifests"):
+        sweep_leftovers(ctx.project.build / area)
     report = StageReport(stage.name)
     todo: list[tuple[CatalogEntry, str]] = []
     for entry in entries:

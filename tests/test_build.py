@@ -11,8 +11,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
+from pipeline.runner import Context, build_lock, run_stage
+from pipeline.stages import INGEST
 from pipeline.store import read_jsonl
 from tests.conftest import tree_digest
 
@@ -121,3 +126,12 @@ def test_parallel_build_matches_serial_build(project: Project, add_video: Callab
     subprocess.run(["cp", "-a", str(project.raw_video), str(other.root)], check=True)
     assert rescue(other, "build").returncode == 0
     assert (other.build / "manifests" / "ingest.jsonl").read_bytes() == parallel
+
+
+def test_a_second_writer_is_refused_while_one_runs(project: Project, add_video: Callable[..., CatalogEntry]) -> None:
+    add_video("a", 2.0)
+    context = Context.load(project)
+    with build_lock(project):
+        with pytest.raises(RescueError, match="another rescue command is writing"):
+            run_stage(context, INGEST, list(context.catalog))
+    assert run_stage(context, INGEST, list(context.catalog)).ran == ["a"]
