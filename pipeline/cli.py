@@ -139,6 +139,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         cells = [r for r in rows if r.session_id == entry.session_id]
         table.add_row(entry.session_id, *(f"[{colours[c.state]}]{c.state}[/]" for c in cells))
     console.print(table)
+    for stage in STAGES.values():
+        console.print(f"  [bold]{stage.name}[/]: {stage.summary}", highlight=False)
     for row in rows:
         if row.state in {"failed", "stale"} and row.reason:
             console.print(f"  {row.session_id} {row.stage}: {row.reason}", highlight=False)
