@@ -96,13 +96,25 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
 @main.command()
 @click.argument("session_ids", nargs=-1)
 @_jobs
+@click.option("--no-annotation", is_flag=True,
+              help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
 @click.pass_context
-def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
-    """Run every stage that is out of date, like make (all sessions, or the given SESSION_IDS)."""
+def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annotation: bool) -> None:
+    """Run every stage that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
+    transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze."""
     from pipeline.stages import STAGES
 
-    if _run_stages(_project(ctx), list(STAGES), session_ids, jobs):
+    project = _project(ctx)
+    if _run_stages(project, list(STAGES), session_ids, jobs):
+        err_console.print("corpus steps not run: fix the failed sessions first (`rescue status` shows why)")
         sys.exit(1)
+    if no_annotation or session_ids:
+        console.print("corpus steps not run (" + ("--no-annotation" if no_annotation else "sessions were named")
+                      + "); `rescue build` runs them for the whole catalog")
+        return
+    from pipeline.corpus.commands import run_corpus  # corpus steps (pipeline/corpus): push ... freeze
+
+    run_corpus(project, console, err_console)
 
 
 @main.command()
@@ -126,9 +138,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
     context = Context.load(_project(ctx))
     rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
     kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
+    from pipeline.corpus.state import corpus_status  # corpus steps of `rescue build` (pipeline/corpus)
+
+    corpus = corpus_status(context.project)
     if as_json:
         click.echo(json.dumps({"sessions": [row.model_dump() for row in rows],
-                               "not_in_catalog": kept}, indent=2))
+                               "not_in_catalog": kept, "corpus": corpus}, indent=2))
         return
     table = Table(title=f"{len(context.catalog)} session(s) in the catalog")
     table.add_column("session")
@@ -147,6 +162,12 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for name, sessions in kept.items():
         if sessions:
             console.print(f"  {name}: outputs kept for sessions no longer in the catalog: {', '.join(sessions)}")
+    if corpus:
+        console.print("corpus steps, last run: " + ", ".join(
+            f"{c['step']} [{'green' if c['status'] == 'done' else 'red'}]{c['status']}[/]" for c in corpus))
+        for c in corpus:
+            if c["error"]:
+                console.print(f"  {c['step']}: {c['error']}", highlight=False)
 
 
 @main.command()
@@ -198,3 +219,32 @@ def add_session(ctx: click.Context, video: Path, session_id: str, scenario: str,
     )
     console.print(f"added {entry.session_id} ({entry.video}, sha256 {entry.sha256[:12]}…); "
                   "run `rescue build` to process it", highlight=False)
+
+
+from pipeline.tasks.commands import compare_released, evaluate, freeze, verify  # noqa: E402  (task family)
+
+main.add_command(freeze)
+main.add_command(verify)
+main.add_command(evaluate)
+main.add_command(compare_released)
+
+from pipeline.annotate.commands import annotators_group, labelstudio_group, pull, push  # noqa: E402  (annotation)
+
+main.add_command(labelstudio_group)
+main.add_command(annotators_group)
+main.add_command(push)
+main.add_command(pull)
+
+from pipeline.agreement.commands import adjudicate, agree, gold  # noqa: E402  (agreement)
+
+main.add_command(agree)
+main.add_command(adjudicate)
+main.add_command(gold)
+
+from pipeline.speech.commands import diarize, rows, score_transcript, speakers, transcribe  # noqa: E402  (speech)
+
+main.add_command(transcribe)
+main.add_command(diarize)
+main.add_command(rows)
+main.add_command(speakers)
+main.add_command(score_transcript)

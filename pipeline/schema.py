@@ -77,6 +77,7 @@ class AnnotationSchema(Record):
     name: str
     version: str
     therapist: str
+    speaker_field: str = Field("primary_speaker", description="the entity field that decides a row's applies_to")
     group_labels: dict[Scenario, str]
     label_sets: dict[str, dict[Literal["all", "couple", "family"], tuple[str, ...]]]
     fields: tuple[SchemaField, ...] = Field(min_length=1)
@@ -97,6 +98,9 @@ class AnnotationSchema(Record):
                     raise ValueError(f"label set {set_name} ({scope}) repeats a label")
             if "all" not in per_scenario and set(per_scenario) != set(SCENARIOS):
                 raise ValueError(f"label set {set_name} needs `all` or both couple and family")
+        speaker = next((f for f in self.fields if f.name == self.speaker_field), None)
+        if speaker is None or speaker.type != "entity" or speaker.applies_to != "all":
+            raise ValueError(f"speaker_field {self.speaker_field!r} must name an entity field that applies to all rows")
         for field in self.fields:
             for part in (field, *field.items):
                 if part.labels and part.labels not in self.label_sets:

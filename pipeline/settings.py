@@ -8,6 +8,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pipeline.errors import RescueError, describe_validation
+from pipeline.agreement.settings import AgreementSettings
+from pipeline.annotate.settings import AnnotateSettings
+from pipeline.corpus.settings import BuildSettings
+from pipeline.speech.settings import SpeechSettings
 
 
 class IngestSettings(BaseModel):
@@ -26,6 +30,10 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     ingest: IngestSettings = IngestSettings()
+    agreement: AgreementSettings = AgreementSettings()
+    annotate: AnnotateSettings = AnnotateSettings()
+    speech: SpeechSettings = Field(default_factory=SpeechSettings)  # built at load time: RESCUE_ASR_* env overrides apply
+    build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
 
 
 def load_settings(root: Path) -> Settings:

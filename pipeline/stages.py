@@ -48,4 +48,33 @@ INGEST = Stage(
     summary="validate + hash source, probe, cut clip, 16 kHz mono WAV, keyframes",
 )
 
-STAGES: dict[str, Stage] = {stage.name: stage for stage in (INGEST,)}
+# Speech family (pipeline/speech): one build area per stage, since a stage replaces its whole session folder.
+from pipeline.speech import diarize as _diarize  # noqa: E402
+from pipeline.speech import transcribe as _transcribe  # noqa: E402
+from pipeline.speech import transcript_stage as _rows  # noqa: E402
+from pipeline.speech.records import DiarizationRecord, TranscriptionRecord, TranscriptSummary  # noqa: E402
+from pipeline.speech.settings import resolve_diarization, rows_stage_settings, transcribe_stage_settings  # noqa: E402
+
+TRANSCRIBE = Stage(
+    name="transcribe", version="1", area=_transcribe.AREA, record_name=_transcribe.RECORD_NAME,
+    record_type=TranscriptionRecord, after=("ingest",),
+    settings_of=lambda s: transcribe_stage_settings(s.speech),
+    input_files=_transcribe.transcribe_inputs, run=_transcribe.transcribe_session,
+    summary="WhisperX words with times (or the catalog's subtitles as text and timing)",
+)
+DIARIZE = Stage(
+    name="diarize", version="1", area=_diarize.AREA, record_name=_diarize.RECORD_NAME,
+    record_type=DiarizationRecord, after=("ingest",),
+    settings_of=lambda s: resolve_diarization(s.speech.diarization),
+    input_files=lambda project, entry: [], run=_diarize.diarize_session,
+    summary="pyannote.audio speaker turns (overlaps kept), RTTM",
+)
+ROWS = Stage(
+    name="rows", version="1", area=_rows.AREA, record_name=_rows.RECORD_NAME,
+    record_type=TranscriptSummary, after=("transcribe", "diarize"),
+    settings_of=lambda s: rows_stage_settings(s.speech),
+    input_files=_rows.rows_inputs, run=_rows.rows_session,
+    summary="words -> speakers -> participants -> rows; JSON/SRT/VTT/RTTM exports; per-row clips",
+)
+
+STAGES: dict[str, Stage] = {stage.name: stage for stage in (INGEST, TRANSCRIBE, DIARIZE, ROWS)}

@@ -13,6 +13,7 @@ from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.store import sha256_file
 from tests.media import make_video
+from tests.speech_fixtures import built_samples, copy_built  # noqa: F401  (speech: real models, built once)
 
 
 @pytest.fixture

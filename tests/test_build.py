@@ -1,4 +1,5 @@
-"""`rescue build`/`ingest`/`status` as a user runs them: make-like skipping, staleness, crash recovery."""
+"""The make-like runner as a user meets it through `rescue ingest`/`status`: skipping, staleness, crash
+recovery. (`rescue build` runs the same runner over every stage; the sample build tests cover it.)"""
 
 from __future__ import annotations
 
@@ -29,20 +30,20 @@ def rescue(project: Project, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=600)
 
 
-def states(project: Project) -> dict[str, str]:
+def states(project: Project, stage: str = "ingest") -> dict[str, str]:
     result = rescue(project, "status", "--json")
     assert result.returncode == 0, result.stderr
-    return {row["session_id"]: row["state"] for row in json.loads(result.stdout)["sessions"]}
+    return {row["session_id"]: row["state"] for row in json.loads(result.stdout)["sessions"] if row["stage"] == stage}
 
 
-def test_second_build_does_no_work_and_says_so(project: Project, add_video: Callable[..., CatalogEntry]) -> None:
+def test_second_run_does_no_work_and_says_so(project: Project, add_video: Callable[..., CatalogEntry]) -> None:
     add_video("a", 3.0)
     add_video("b", 3.0)
-    first = rescue(project, "build")
+    first = rescue(project, "ingest")
     assert first.returncode == 0, first.stderr
     assert "ingest: 2 ran, 0 up to date, 0 failed" in first.stdout
     outputs = tree_digest(project.build)
-    second = rescue(project, "build")
+    second = rescue(project, "ingest")
     assert second.returncode == 0
     assert "ingest: 0 ran, 2 up to date" in second.stdout
     assert "Nothing to do: all 2 session(s) are up to date." in second.stdout
@@ -54,17 +55,17 @@ def test_changes_make_exactly_the_affected_work_stale(project: Project,
                                                       add_video: Callable[..., CatalogEntry]) -> None:
     add_video("a", 3.0)
     entry_b = add_video("b", 3.0)
-    assert rescue(project, "build").returncode == 0
+    assert rescue(project, "ingest").returncode == 0
 
     # A source file touched on disk: only that session is re-checked (and re-hashed) by ingest.
     os.utime(project.abs(entry_b.video), ns=(1, 1))
     assert states(project) == {"a": "done", "b": "stale"}
-    assert "ingest: 1 ran, 1 up to date" in rescue(project, "build").stdout
+    assert "ingest: 1 ran, 1 up to date" in rescue(project, "ingest").stdout
 
     # A setting that ingest depends on: every session.
     (project.root / "pyproject.toml").write_text("[tool.rescue.ingest]\nkeyframe_interval = 1.0\n")
     assert states(project) == {"a": "stale", "b": "stale"}
-    assert "ingest: 2 ran" in rescue(project, "build").stdout
+    assert "ingest: 2 ran" in rescue(project, "ingest").stdout
     media = read_jsonl(project.build / "manifests" / "ingest.jsonl", SessionMedia)
     assert [len(m.keyframes) for m in media] == [3, 3]
 
@@ -78,10 +79,10 @@ def test_removed_session_keeps_its_outputs_and_status_says_so(project: Project,
                                                              add_video: Callable[..., CatalogEntry]) -> None:
     add_video("a", 2.0)
     add_video("b", 2.0)
-    assert rescue(project, "build").returncode == 0
+    assert rescue(project, "ingest").returncode == 0
     lines = project.main_catalog.read_text().splitlines()
     project.main_catalog.write_text("\n".join(line for line in lines if not line.startswith("b,")) + "\n")
-    assert rescue(project, "build").returncode == 0
+    assert rescue(project, "ingest").returncode == 0
     assert (project.build / "media" / "b" / "audio.wav").exists()
     assert [m.session_id for m in read_jsonl(project.build / "manifests" / "ingest.jsonl", SessionMedia)] == ["a"]
     assert "no longer in the catalog: b" in rescue(project, "status").stdout
@@ -115,16 +116,16 @@ def test_killed_ingest_is_completed_by_a_rerun_without_leftovers(project: Projec
     assert states(project) == {"k1": "done", "k2": "done", "k3": "done"}
 
 
-def test_parallel_build_matches_serial_build(project: Project, add_video: Callable[..., CatalogEntry],
+def test_parallel_run_matches_serial_run(project: Project, add_video: Callable[..., CatalogEntry],
                                              tmp_path: Path) -> None:
     for name in ("p1", "p2", "p3"):
         add_video(name, 3.0)
-    assert rescue(project, "build", "--jobs", "2").returncode == 0
+    assert rescue(project, "ingest", "--jobs", "2").returncode == 0
     parallel = (project.build / "manifests" / "ingest.jsonl").read_bytes()
     other = Project(tmp_path / "serial")
     other.root.mkdir()
     subprocess.run(["cp", "-a", str(project.raw_video), str(other.root)], check=True)
-    assert rescue(other, "build").returncode == 0
+    assert rescue(other, "ingest").returncode == 0
     assert (other.build / "manifests" / "ingest.jsonl").read_bytes() == parallel
 
 

@@ -1,0 +1,212 @@
+"""`rescue agree` and `rescue gold` on synthetic annotations at the benchmark's full size and at 10x.
+
+    .venv/bin/python benchmarks/bench_agreement.py [--scales 1,10] [--keep]
+
+Full size = the published corpus's shape: 174 couple sessions with 5,875 rows and 17 family sessions
+with 1,204 rows (7,079 rows), 3 annotators answering every field of every row (about 270,000 Annotation
+records). Each step runs in a fresh process and reports its wall time and peak RSS:
+
+  agree        snapshot -> every coefficient, breakdown, 1,000 bootstrap resamples, HTML/CSV/MD/PNG;
+               first without the text model, with a cold then a warm snapshot cache (the first read
+               validates every record), then with the text model on a cold and a warm embedding cache
+  gold         consensus per field -> queue + gold rows with provenance (text fields exact / medoid)
+  alpha        Krippendorff's alpha of every nominal/interval measure, ours vs the `krippendorff`
+               package, on the same coded data in the same process
+
+Goals (2-core machine): agree at full size < 5 s, at 10x < 30 s; alpha at least as fast as the
+`krippendorff` package. The figures are written into docs/agreement.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DOC = REPO / "docs" / "agreement.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+ANNOTATORS = ("ann.a@lab.org", "ann.b@lab.org", "ann.c@lab.org")
+SNAPSHOT = "20261130T000000Z"
+
+
+def build_project(root: Path, scale: int) -> dict[str, int]:
+    """Schema, transcript rows and one annotation snapshot (streamed to disk: 10x is ~1.3 GB of JSON)."""
+    from pipeline.agreement.synthetic import benchmark_shape, make_annotations, make_sessions
+    from pipeline.project import Project
+    from pipeline.schema import load_schema
+    from pipeline.transcripts import rows_path, write_rows
+
+    (root / "annotation_schemas").mkdir(parents=True)
+    shutil.copy(REPO / "annotation_schemas" / "rescue-v1.yaml", root / "annotation_schemas")
+    schema = load_schema(root / "annotation_schemas" / "rescue-v1.yaml")
+    project = Project(root)
+    sessions = make_sessions(0, shape=benchmark_shape(scale))
+    for session in sessions:
+        write_rows(rows_path(project, session.session_id), list(session.rows))
+    path = root / "build" / "annotations" / SNAPSHOT / "annotations.jsonl"
+    path.parent.mkdir(parents=True)
+    records = 0
+    with path.open("w", encoding="utf-8") as handle:
+        for record in make_annotations(schema, sessions, ANNOTATORS, agreement=0.8, snapshot=SNAPSHOT):
+            handle.write(record.model_dump_json() + "\n")
+            records += 1
+    return {"sessions": len(sessions), "rows": sum(len(s.rows) for s in sessions), "records": records,
+            "snapshot_mb": round(path.stat().st_size / 2**20)}
+
+
+def measure(step: str, root: Path) -> dict[str, object]:
+    """Run one step in this (fresh) process; print wall time, peak RSS and what it did as JSON."""
+    from pipeline.agreement.settings import AgreementSettings
+    from pipeline.project import Project
+
+    project = Project(root)
+    started = time.perf_counter()
+    out: dict[str, object] = {}
+    if step.startswith("agree"):
+        from pipeline.agreement.agree import run_agree
+
+        report = run_agree(project, AgreementSettings(), text=not step.startswith("agree-notext")).report
+        out = {"figures": len(report.figures)}
+        cache = next((project.build / "cache" / "agreement").glob("embeddings-*.npz"), None)
+        if cache is not None:
+            import numpy as np
+
+            with np.load(cache) as data:
+                out["texts_in_embedding_cache"] = len(data["keys"])
+    elif step.startswith("gold"):
+        from pipeline.agreement.gold import run_gold
+
+        summary = run_gold(project, AgreementSettings(text_similarity=step != "gold-notext"))
+        out = {"sessions_written": len(summary.sessions_written), "queue_items": summary.queue_items}
+    elif step == "alpha":
+        out = compare_alpha(project)
+    out["wall_s"] = round(time.perf_counter() - started, 2)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2)  # whole process, imports included
+    out["peak_rss_mb"] = round(usage.ru_maxrss / 1024)
+    return out
+
+
+def compare_alpha(project) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    import krippendorff
+    import numpy as np
+
+    from pipeline.agreement import metrics
+    from pipeline.agreement.agree import read_snapshot
+    from pipeline.agreement.distances import distance_for
+    from pipeline.agreement.plan import build_plan
+    from pipeline.agreement.ratings import build_row_index, extract_all
+    from pipeline.schema import load_schema
+
+    schema = load_schema(project.schemas / "rescue-v1.yaml")
+    data = read_snapshot(project, schema)
+    rows = build_row_index(data.answers)
+    ratings = extract_all(build_plan(schema), data.answers, rows, data.annotators, schema)
+    ours = theirs = 0.0
+    compared = []
+    for measure_id, r in ratings.items():
+        if r.measure.level not in {"nominal", "interval"}:
+            continue
+        values = np.array(r.values if r.measure.level == "interval" else range(len(r.values)), dtype=float)
+        matrix = np.full((len(r.annotators), r.n_units), np.nan)
+        matrix[r.rater, r.unit] = values[r.code]
+        started = time.perf_counter()
+        reference = krippendorff.alpha(reliability_data=matrix, level_of_measurement=r.measure.level,
+                                       value_domain=values)
+        theirs += time.perf_counter() - started
+        started = time.perf_counter()
+        distance = distance_for(r.measure.level, r.values)
+        table = metrics.rating_table(r.unit, r.code, r.unit_row, len(rows.row_ids), len(r.values), distance)
+        sums = table.sums(np.ones((1, len(rows.row_ids))))
+        value = float(metrics.alpha(sums, distance)[0])
+        ours += time.perf_counter() - started
+        assert abs(value - reference) < 1e-9, (measure_id, value, reference)
+        compared.append(measure_id)
+    return {"measures": compared, "ours_s": round(ours, 3), "krippendorff_s": round(theirs, 3),
+            "speedup": round(theirs / ours, 1) if ours else None}
+
+
+def run_child(step: str, root: Path) -> dict[str, object]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, __file__, "--measure", step, "--root", str(root)], capture_output=True,
+                          text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{step} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def write_doc(results: dict[str, dict[str, object]]) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    lines = [START, "",
+             f"Measured {time.strftime('%Y-%m-%d')} (load average at the end: {load}; other work was running) on "
+             f"{platform.machine()}, {os.cpu_count()} CPU cores, Python "
+             f"{platform.python_version()} (`.venv/bin/python benchmarks/bench_agreement.py`). Each step ran in a "
+             "fresh process; cpu = that process's user + system time (imports included), peak = its maximum RSS. "
+             "Text model: all-MiniLM-L6-v2 on the CPU.", "",
+             "| size | sessions / rows / records | step | wall | cpu | peak RSS | detail |",
+             "|---|---|---|---|---|---|---|"]
+    for scale, result in results.items():
+        shape = result["shape"]
+        for step, figures in result.items():
+            if step == "shape":
+                continue
+            detail = {k: v for k, v in figures.items()  # type: ignore[union-attr]
+                      if k not in {"wall_s", "cpu_s", "peak_rss_mb"}}
+            size = f"{shape['sessions']} / {shape['rows']:,} / {shape['records']:,}"  # type: ignore[index]
+            lines.append(f"| {scale} | {size} | {step} | "
+                         f"{figures['wall_s']} s | {figures['cpu_s']} s | "  # type: ignore[index]
+                         f"{figures['peak_rss_mb']} MB | "  # type: ignore[index]
+                         f"{json.dumps(detail, ensure_ascii=False)} |")
+    lines += ["", END]
+    text = DOC.read_text(encoding="utf-8")
+    if START in text and END in text:
+        text = text[:text.index(START)] + "\n".join(lines) + text[text.index(END) + len(END):]
+    else:
+        text += "\n" + "\n".join(lines) + "\n"
+    DOC.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scales", default="1,10")
+    parser.add_argument("--keep", action="store_true", help="keep the throw-away projects")
+    parser.add_argument("--measure", help=argparse.SUPPRESS)
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure, args.root)))
+        return
+    results: dict[str, dict[str, object]] = {}
+    for scale in (int(s) for s in args.scales.split(",")):
+        root = Path(tempfile.mkdtemp(prefix=f"bench-agreement-{scale}x-"))
+        try:
+            label = "full size" if scale == 1 else f"{scale}x"
+            print(f"{label}: generating synthetic annotations...", flush=True)
+            result: dict[str, object] = {"shape": build_project(root, scale)}
+            # The first read validates every record and caches the result (build/cache/agreement/): "cold".
+            steps = ["agree-notext-cold", "agree-notext-warm", "gold-notext", "alpha"]
+            if scale == 1:  # the text model's cost is its embedding rate (texts/s), measured once
+                steps += ["agree-text-cold", "agree-text-warm", "gold-text"]
+            for step in steps:
+                result[step] = run_child(step, root)
+                print(f"  {step}: {result[step]}", flush=True)
+            results[label] = result
+        finally:
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+    write_doc(results)
+    print(f"figures written to {DOC.relative_to(REPO)}")
+
+
+if __name__ == "__main__":
+    main()

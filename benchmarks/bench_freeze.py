@@ -1,0 +1,98 @@
+"""Benchmark `rescue freeze` on synthetic gold rows of the published benchmark's size (191 sessions,
+7,079 rows) and at 10x: wall time and peak memory. One command:
+
+    .venv/bin/python benchmarks/bench_freeze.py [--scales 1 10]
+
+Each scale runs in a fresh process (so peak RSS and the lazy matplotlib import count per run); the
+figures are written into docs/tasks.md between the BENCH markers. Not a test: nothing asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "tasks.md"
+START, END = "<!-- BENCH:freeze:start -->", "<!-- BENCH:freeze:end -->"
+
+
+def one(scale: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from pipeline.schema import load_schema
+    from pipeline.tasks.release import ReleaseProvenance, freeze_release
+    from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, load_task_settings, schema_path
+    from pipeline.tasks.synthetic import synthetic_sessions
+
+    load = round(os.getloadavg()[0], 1)  # other work on the machine stretches wall times
+    settings = load_task_settings()
+    schema = load_schema(schema_path(settings, DEFAULT_TASK_SETTINGS))
+    started = time.perf_counter()
+    sessions = synthetic_sessions(schema, scale=scale)
+    generated = time.perf_counter() - started
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with tempfile.TemporaryDirectory() as tmp:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        summary = freeze_release(sessions, settings, ReleaseProvenance(), Path(tmp) / "bench", schema=schema)
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        size = sum(p.stat().st_size for p in (Path(tmp) / "bench").rglob("*") if p.is_file())
+    return {"scale": scale, "load": load, "sessions": len(sessions), "rows": sum(len(s.rows) for s in sessions),
+            "instances": sum(c["all"] for c in summary.instances.values()), "generate_s": round(generated, 2),
+            "freeze_s": round(wall, 2), "freeze_cpu_s": round(cpu, 2),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "rss_before_freeze_mib": round(rss_before / 1024), "release_mib": round(size / 2**20, 1)}
+
+
+def write_docs(results: list[dict]) -> None:
+    lines = [START, "",
+             f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}, load average {results[0]['load']:.1f} at the start (a shared machine: "
+             "load stretches wall times; CPU time is close to what an idle core needs), with "
+             "`.venv/bin/python benchmarks/bench_freeze.py`:", "",
+             "| scale | sessions | rows | instances | freeze wall time | freeze CPU time | peak memory (RSS) "
+             "| release size |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(f"| {r['scale']}x | {r['sessions']:,} | {r['rows']:,} | {r['instances']:,} "
+                     f"| {r['freeze_s']:.2f} s | {r['freeze_cpu_s']:.2f} s "
+                     f"| {r['peak_rss_mib']:,} MiB (gold in memory before: {r['rss_before_freeze_mib']:,} MiB) "
+                     f"| {r['release_mib']:,} MiB |")
+    lines += ["", END]
+    text = DOCS.read_text(encoding="utf-8")
+    block = "\n".join(lines)
+    text = re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: block, text, flags=re.S) if START in text \
+        else text.rstrip("\n") + "\n\n" + block + "\n"
+    DOCS.write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/tasks.md alone")
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    results = []
+    for scale in args.scales:
+        out = subprocess.run([sys.executable, __file__, "--one", str(scale)],
+                             capture_output=True, text=True, check=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]))
+    if not args.no_docs:
+        write_docs(results)
+        print(f"figures written to {DOCS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

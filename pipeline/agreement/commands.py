@@ -1,0 +1,140 @@
+"""The thin CLI of the agreement family: `rescue agree`, `rescue adjudicate`, `rescue gold`.
+Heavy imports (numpy, scipy, matplotlib, the text model) stay inside the functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pipeline.project import Project
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+_snapshot = click.option("--snapshot", default=None, metavar="NAME",
+                         help="Annotation snapshot folder under build/annotations/ (default: the newest).")
+_skip = click.option("--skip-other-versions", is_flag=True,
+                     help="Leave out records of another schema version instead of stopping (they are counted).")
+_no_text = click.option("--no-text", is_flag=True,
+                        help="Skip the text model: free-text fields are not compared (agree) or must match exactly "
+                             "(adjudicate, gold).")
+
+
+def _project(ctx: click.Context) -> Project:
+    return Project.at((ctx.obj or {}).get("root"))
+
+
+def _settings(project: Project, **overrides: Any):  # noqa: ANN202 - AgreementSettings, imported lazily
+    from pipeline.settings import load_settings
+
+    settings = load_settings(project.root).agreement
+    return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+class _Bar:
+    """One rich progress bar whose task is renamed as the work moves on (embedding, bootstrap, ...)."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=err_console, transient=True,
+                                 disable=not err_console.is_terminal)
+        self.task = self.progress.add_task("reading", total=None)
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        self.progress.update(self.task, description=what, completed=done, total=total)
+
+
+@click.command()
+@_snapshot
+@_skip
+@_no_text
+@click.option("--bootstrap", type=click.IntRange(min=0), default=None,
+              help="Bootstrap resamples for the intervals (default from settings: 1000; 0 = none).")
+@click.option("--seed", type=int, default=None, help="Bootstrap seed (default from settings; recorded in the report).")
+@click.option("--open", "open_report", is_flag=True, help="Open report.html in the default browser afterwards.")
+@click.pass_context
+def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool, bootstrap: int | None,
+          seed: int | None, open_report: bool) -> None:
+    """Inter-annotator agreement per field, scenario, session, annotator and pair -> build/agreement/."""
+    from pipeline.agreement.agree import run_agree
+
+    project = _project(ctx)
+    settings = _settings(project, bootstrap_samples=bootstrap, seed=seed)
+    bar = _Bar()
+    with bar.progress:
+        output = run_agree(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions,
+                           text=False if no_text else None, progress=bar)
+    report = output.report
+    console.print(f"agreement of {len(report.annotators)} annotator(s) on {report.rows} rows of {report.sessions} "
+                  f"session(s), snapshot {report.snapshot}", highlight=False)
+    for note in report.notes:
+        err_console.print(f"  note: {note.message}", highlight=False)
+    for name in ("report.html", "agreement.md", "agreement.csv"):
+        console.print(f"  {project.rel_or_abs(output.folder / name)}", highlight=False)
+    if open_report:
+        click.launch(str(output.html))
+
+
+@click.command()
+@_snapshot
+@_skip
+@_no_text
+@click.option("--pull", "pull_answers", is_flag=True,
+              help="First fetch the adjudicators' answers from the Label Studio adjudication projects.")
+@click.option("--push/--no-push", "push_queue", default=False, show_default=True,
+              help="Also put the queue into a Label Studio adjudication project (one per scenario).")
+@click.pass_context
+def adjudicate(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool,
+               pull_answers: bool, push_queue: bool) -> None:
+    """Settle agreeing answers by consensus; write the rest to build/adjudication/queue.jsonl.
+
+    Answers given in the adjudication projects (fetched with --pull) win over the annotators'."""
+    from pipeline.agreement.gold import run_adjudicate
+
+    project = _project(ctx)
+    settings = _settings(project, text_similarity=False if no_text else None)
+    if pull_answers:
+        from pipeline.agreement.queue_labelstudio import pull_adjudications
+
+        with err_console.status("exporting the adjudication projects..."):
+            answers = pull_adjudications(project, settings)
+        count = sum(1 for line in answers.open(encoding="utf-8") if line.strip())
+        console.print(f"{count} adjudicated answer(s) -> {project.rel_or_abs(answers)}", highlight=False)
+    with err_console.status("settling answers (consensus rules per field)..."):
+        path, items = run_adjudicate(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)
+    rows = len({item.row_id for item in items})
+    console.print(f"{len(items)} field(s) of {rows} row(s) need an adjudicator -> {project.rel_or_abs(path)}",
+                  highlight=False)
+    if push_queue and items:
+        from pipeline.agreement.queue_labelstudio import push_queue as push
+
+        with err_console.status("importing the queue into Label Studio..."):
+            pushed = push(project, settings, items)
+        for line in pushed:
+            console.print(f"  {line}", highlight=False)
+
+
+@click.command()
+@_snapshot
+@_skip
+@_no_text
+@click.pass_context
+def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool) -> None:
+    """Write settled sessions as gold rows (benchmark format) with per-field provenance -> build/gold/."""
+    from pipeline.agreement.gold import run_gold
+
+    project = _project(ctx)
+    settings = _settings(project, text_similarity=False if no_text else None)
+    with err_console.status("settling answers and writing gold rows..."):
+        summary = run_gold(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)
+    console.print(f"gold: {len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
+                  f"{project.rel_or_abs(project.build / 'gold' / 'benchmark.jsonl')}; "
+                  f"{len(summary.sessions_pending)} session(s) pending, {summary.queue_items} field(s) in the "
+                  "adjudication queue", highlight=False)
+    for session_id, reason in sorted(summary.sessions_pending.items())[:20]:
+        err_console.print(f"  pending {session_id}: {reason}", highlight=False)
+    if len(summary.sessions_pending) > 20:
+        err_console.print(f"  ... and {len(summary.sessions_pending) - 20} more (build/gold/summary.json)")

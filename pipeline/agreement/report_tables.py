@@ -1,0 +1,167 @@
+"""CSV (every figure, long format) and Markdown (summary tables for papers) of an AgreementReport."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+
+from pipeline.agreement.results import METRIC_LABELS, AgreementReport, Figure
+
+CSV_COLUMNS = ("scope", "measure", "level", "metric", "scenario", "session", "annotator", "other", "value", "low",
+               "high", "spread", "units", "values", "annotators", "reason")
+SUMMARY_METRICS = ("alpha", "gwet", "fleiss_kappa", "cohen_kappa", "percent_agreement")
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.6f}"
+
+
+def to_csv(report: AgreementReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for f in report.figures:
+        writer.writerow([f.scope, f.measure, f.level, f.metric, f.scenario, f.session, f.annotator, f.other,
+                         _number(f.value), _number(f.low), _number(f.high), _number(f.spread), f.units, f.values,
+                         f.annotators, f.reason])
+    return out.getvalue()
+
+
+def cell(figure: Figure | None, digits: int = 3) -> str:
+    """'0.712 [0.690, 0.735]', 'n/c' when not computable, '' when absent."""
+    if figure is None:
+        return ""
+    if figure.value is None:
+        return "n/c"
+    text = f"{figure.value:.{digits}f}"
+    if figure.low is not None and figure.high is not None:
+        text += f" [{figure.low:.{digits}f}, {figure.high:.{digits}f}]"
+    if figure.spread is not None:
+        text += f" ± {figure.spread:.{digits}f}"
+    return text
+
+
+def measures_in_order(report: AgreementReport) -> list[str]:
+    seen: dict[str, None] = {}
+    for f in report.figures:
+        if f.scope == "field":
+            seen.setdefault(f.measure, None)
+    return list(seen)
+
+
+class Lookup:
+    """Figures of one report by (scope, measure, metric, scenario, annotator, other), sessions left out."""
+
+    def __init__(self, report: AgreementReport) -> None:
+        self.report = report
+        self.index = {(f.scope, f.measure, f.metric, f.scenario, f.annotator, f.other): f
+                      for f in report.figures if f.scope != "session"}
+
+    def get(self, measure: str, metric: str, scope: str = "field", scenario: str = "", annotator: str = "",
+            other: str = "") -> Figure | None:
+        if metric == "gwet":
+            return self.get(measure, "gwet_ac1", scope, scenario, annotator, other) or \
+                self.get(measure, "gwet_ac2", scope, scenario, annotator, other)
+        return self.index.get((scope, measure, metric, scenario, annotator, other))
+
+
+def summary_rows(report: AgreementReport) -> list[list[str]]:
+    """One row per measure: level, units, then the main coefficients (text: similarity and baseline)."""
+    look = Lookup(report)
+    rows = []
+    for measure in measures_in_order(report):
+        alpha = look.get(measure, "alpha")
+        similarity = look.get(measure, "similarity")
+        if similarity is not None:
+            baseline = look.get(measure, "similarity_baseline")
+            rows.append([measure, "text", str(similarity.units), f"similarity {cell(similarity)}",
+                         f"baseline {cell(baseline)}" if baseline else "", "", "", similarity.reason])
+            continue
+        main = alpha or look.get(measure, "percent_agreement")
+        level = main.level if main else ""
+        rows.append([measure, level, str(main.units if main else 0),
+                     *(cell(look.get(measure, metric)) for metric in SUMMARY_METRICS[:4]),
+                     (main.reason if main and main.value is None else "")])
+    return rows
+
+
+SUMMARY_HEADER = ["measure", "level", "units", "Krippendorff's alpha", "Gwet's AC1/AC2", "Fleiss' kappa",
+                  "Cohen's kappa (mean of pairs)", "note"]
+
+
+def _markdown_table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    header = list(header)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def scenario_rows(report: AgreementReport) -> list[list[str]]:
+    look = Lookup(report)
+    rows = []
+    for measure in measures_in_order(report):
+        for scenario in ("couple", "family"):
+            alpha = look.get(measure, "alpha", "scenario", scenario)
+            gwet = look.get(measure, "gwet", "scenario", scenario)
+            similarity = look.get(measure, "similarity", "scenario", scenario)
+            first = alpha or similarity
+            if first is None:
+                continue
+            rows.append([measure, scenario, str(first.units), cell(first), cell(gwet)])
+    return rows
+
+
+def pair_matrix(report: AgreementReport) -> tuple[list[str], list[list[str]]]:
+    pairs = sorted({f"{f.annotator} / {f.other}" for f in report.figures if f.scope == "pair"})
+    rows = []
+    for measure in measures_in_order(report):
+        found = {f"{f.annotator} / {f.other}": f for f in report.figures
+                 if f.scope == "pair" and f.measure == measure and f.metric in {"cohen_kappa", "similarity"}}
+        if found:
+            rows.append([measure, *(cell(found.get(pair)) + (f" (n={found[pair].units})" if pair in found else "")
+                                    for pair in pairs)])
+    return pairs, rows
+
+
+def annotator_matrix(report: AgreementReport) -> tuple[list[str], list[list[str]]]:
+    names = list(report.annotators)
+    rows = []
+    for measure in measures_in_order(report):
+        found = {f.annotator: f for f in report.figures
+                 if f.scope == "annotator" and f.measure == measure and f.metric in {"alpha_vs_rest", "similarity"}}
+        if found:
+            rows.append([measure, *(cell(found.get(name)) for name in names)])
+    return names, rows
+
+
+def to_markdown(report: AgreementReport) -> str:
+    parts = [
+        f"# Inter-annotator agreement ({report.schema_id}, snapshot {report.snapshot})",
+        "",
+        f"{len(report.annotators)} annotators ({', '.join(report.annotators)}), {report.sessions} sessions, "
+        f"{report.rows} rows, {report.answers} answers. Intervals: {report.confidence:.0%} percentile bootstrap, "
+        f"{report.bootstrap_samples} resamples of rows within scenario, seed {report.seed}. Set distance: "
+        f"{report.set_distance}. Values: estimate [interval]; text: mean pairwise similarity [interval] ± SD "
+        "across units; n/c = not computable (see notes).",
+        "",
+        "## Agreement per field",
+        "",
+        _markdown_table(SUMMARY_HEADER, summary_rows(report)),
+        "",
+        "## Per scenario",
+        "",
+        _markdown_table(["measure", "scenario", "units", "alpha / similarity", "Gwet's AC"], scenario_rows(report)),
+    ]
+    pairs, rows = pair_matrix(report)
+    if rows:
+        parts += ["", "## Per annotator pair (Cohen's kappa; text: similarity)", "",
+                  _markdown_table(["measure", *pairs], rows)]
+    names, rows = annotator_matrix(report)
+    if rows:
+        parts += ["", "## Per annotator against the others (alpha over the annotator's pairs; text: similarity)",
+                  "", _markdown_table(["measure", *names], rows)]
+    if report.notes:
+        parts += ["", "## Notes", ""] + [f"- {note.message}" for note in report.notes]
+    parts += ["", "Metrics: " + "; ".join(f"`{k}` = {v}" for k, v in METRIC_LABELS.items()) + ".", ""]
+    return "\n".join(parts)

@@ -1,0 +1,85 @@
+"""Typed results of `rescue agree`: one `Figure` per (breakdown, measure, metric), and the report around them.
+
+Every figure carries the number of units behind it; a figure that cannot be computed has value None
+and says why in `reason` (never a made-up number).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from pipeline.records import Record
+
+Scope = Literal["field", "scenario", "session", "annotator", "pair"]
+METRIC_LABELS = {
+    "alpha": "Krippendorff's alpha",
+    "percent_agreement": "percent agreement",
+    "fleiss_kappa": "Fleiss' kappa",
+    "gwet_ac1": "Gwet's AC1",
+    "gwet_ac2": "Gwet's AC2 (weighted)",
+    "cohen_kappa": "Cohen's kappa",
+    "alpha_vs_rest": "alpha, this annotator's pairs",
+    "alpha_without": "alpha without this annotator",
+    "similarity": "mean pairwise similarity",
+    "similarity_baseline": "similarity of unrelated answers",
+}
+
+
+class Figure(Record):
+    scope: Scope
+    measure: str
+    level: str
+    metric: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    spread: float | None = Field(default=None, description="standard deviation across units (text similarity)")
+    units: int = Field(description="units behind the figure (pairable units, or units the pair shares)")
+    values: int = Field(default=0, description="answers behind the figure")
+    annotators: int = 0
+    scenario: str = ""
+    session: str = ""
+    annotator: str = ""
+    other: str = ""
+    reason: str = ""
+
+
+class Confusion(Record):
+    """Coincidences between the most confused values of one measure (both orders of each pair)."""
+
+    measure: str
+    labels: tuple[str, ...]
+    matrix: tuple[tuple[float, ...], ...]
+
+
+class InputNote(Record):
+    kind: Literal["duplicates", "other_schema_version", "silent_annotator", "adjudicator_left_out",
+                  "single_annotator", "not_computable"]
+    message: str
+
+
+class AgreementReport(Record):
+    snapshot: str
+    annotations_file: str
+    schema_id: str
+    annotators: tuple[str, ...]
+    sessions: int
+    rows: int
+    answers: int
+    bootstrap_samples: int
+    confidence: float
+    seed: int
+    set_distance: str
+    text_model: dict[str, str] = Field(default_factory=dict)
+    notes: tuple[InputNote, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    confusions: tuple[Confusion, ...] = ()
+
+    def find(self, scope: Scope, measure: str, metric: str, **where: str) -> Figure | None:
+        for figure in self.figures:
+            if (figure.scope, figure.measure, figure.metric) == (scope, measure, metric) and all(
+                    getattr(figure, key) == value for key, value in where.items()):
+                return figure
+        return None

@@ -1,0 +1,165 @@
+"""The thin CLI of the annotation family: `rescue labelstudio up|down|status`, `rescue annotators add|list`,
+`rescue push`, `rescue pull`. Heavy imports stay inside the functions so `rescue --help` stays fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from pipeline.project import Project
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def _project(ctx: click.Context) -> Project:
+    return Project.at((ctx.obj or {}).get("root"))
+
+
+def _settings(project: Project):  # noqa: ANN202 - AnnotateSettings, imported lazily
+    from pipeline.settings import load_settings
+
+    return load_settings(project.root).annotate
+
+
+@click.group("labelstudio")
+def labelstudio_group() -> None:
+    """Run the embedded Label Studio server (SQLite under build/labelstudio/, 127.0.0.1 only)."""
+
+
+@labelstudio_group.command("up")
+@click.pass_context
+def up(ctx: click.Context) -> None:
+    """Start the server on a free local port and wait until it is healthy (first start: ~70 s)."""
+    from pipeline.annotate import server
+
+    project = _project(ctx)
+    paths = server.ServerPaths.of(project)
+    with err_console.status("starting Label Studio (the first start migrates its database, ~70 s)..."):
+        state = server.start_project_server(project, _settings(project))
+    console.print(f"Label Studio runs at {state.url} (pid {state.pid}); log in as {server.ADMIN_EMAIL}, "
+                  f"password and API token in {project.rel_or_abs(paths.admin)} (mode 600)", highlight=False)
+
+
+@labelstudio_group.command("down")
+@click.pass_context
+def down(ctx: click.Context) -> None:
+    """Stop the embedded server (its database stays in build/labelstudio/data/)."""
+    from pipeline.annotate import server
+
+    stopped = server.stop(server.ServerPaths.of(_project(ctx)))
+    console.print("Label Studio stopped" if stopped else "Label Studio was not running")
+
+
+@labelstudio_group.command("status")
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """Say which server push and pull would use, and whether it answers."""
+    from pipeline.annotate import server
+    from pipeline.annotate.labelstudio import Client
+
+    project = _project(ctx)
+    external = server.external_connection()
+    if external is not None:
+        _, email = Client(external).whoami()
+        console.print(f"external server {external.url} (LABEL_STUDIO_URL), token of {email}", highlight=False)
+        return
+    paths = server.ServerPaths.of(project)
+    state = server.running(paths)
+    if state is None:
+        console.print(f"embedded server: not running (data in {project.rel_or_abs(paths.data)}); "
+                      "start it with `rescue labelstudio up`", highlight=False)
+        return
+    console.print(f"embedded server: running at {state.url}, pid {state.pid}, since {state.started_at}; "
+                  f"log {project.rel_or_abs(paths.log)}", highlight=False)
+
+
+@click.group("annotators")
+def annotators_group() -> None:
+    """Annotator accounts on the Label Studio server."""
+
+
+@annotators_group.command("add")
+@click.argument("emails", nargs=-1, required=True)
+@click.pass_context
+def annotators_add(ctx: click.Context, emails: tuple[str, ...]) -> None:
+    """Create accounts for EMAILS; generated passwords go to build/labelstudio/annotators.json (mode 600)."""
+    from pipeline.annotate.accounts import add_annotators, passwords_file
+    from pipeline.annotate.server import connect
+
+    project = _project(ctx)
+    for account in add_annotators(project, connect(project), list(emails)):
+        console.print(f"{account.email}: {account.status} (user {account.user_id})", highlight=False)
+    console.print(f"passwords: {project.rel_or_abs(passwords_file(project))} (mode 600)", highlight=False)
+
+
+@annotators_group.command("list")
+@click.pass_context
+def annotators_list(ctx: click.Context) -> None:
+    """List the accounts of the server's organisation."""
+    from pipeline.annotate.labelstudio import Client
+    from pipeline.annotate.server import connect
+
+    for user_id, email in sorted(Client(connect(_project(ctx))).users().items()):
+        console.print(f"{user_id}\t{email}", highlight=False)
+
+
+@click.command("push")
+@click.argument("session_ids", nargs=-1)
+@click.option("--full-check", is_flag=True,
+              help="List every task on the server instead of trusting the local copy of the last listing.")
+@click.pass_context
+def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> None:
+    """Import transcript rows as Label Studio tasks (only rows without a task; one project per scenario)."""
+    from pipeline.annotate.push import push_rows
+
+    project = _project(ctx)
+    progress = Progress(TextColumn("[bold]push {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
+    bars: dict[str, int] = {}
+
+    def report(scenario: str, done: int, total: int) -> None:
+        if scenario not in bars:
+            bars[scenario] = progress.add_task(scenario, total=total)
+        progress.update(bars[scenario], completed=done)
+
+    with progress:
+        summary = push_rows(project, session_ids=session_ids, progress=report, full_check=full_check)
+    for part in summary.scenarios:
+        console.print(f"{part.scenario}: {part.imported} task(s) imported, {part.already_present} already there, "
+                      f"{part.stale} stale, {part.duplicates} duplicate(s); overlap {part.maximum_annotations} "
+                      f"annotators -> {part.project_url}", highlight=False)
+    if summary.sessions_without_rows:
+        console.print(f"no rows yet (run `rescue build`): {', '.join(summary.sessions_without_rows)}",
+                      highlight=False)
+    if summary.rows_without_media:
+        console.print(f"{summary.rows_without_media} row(s) have no media to show (run `rescue ingest`)")
+    if not summary.scenarios:
+        console.print("nothing to push: no session has rows yet")
+
+
+@click.command("pull")
+@click.pass_context
+def pull(ctx: click.Context) -> None:
+    """Export the annotations, store them as a new snapshot and parse them into validated records."""
+    from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations
+
+    project = _project(ctx)
+    with err_console.status("exporting annotations from Label Studio..."):
+        summary = pull_annotations(project)
+    for part in summary.scenarios:
+        console.print(f"{part.scenario}: {part.tasks} tasks, {part.annotations} annotations "
+                      f"({part.cancelled} skipped, {part.superseded} superseded by a later save of the same "
+                      f"annotator), {len(part.annotators)} annotator(s) -> {part.records} records, "
+                      f"{part.quarantined} quarantined", highlight=False)
+        for line in part.superseded_detail[:5]:
+            console.print(f"  {line}", highlight=False)
+    waited, parsed = summary.timings.get("wait_for_exports_s", 0.0), summary.timings.get("parse_s", 0.0)
+    console.print(f"snapshot {summary.snapshot} -> {summary.folder}/ (waited {waited:.1f} s for the server's "
+                  f"exports, parsed in {parsed:.1f} s)", highlight=False)
+    if summary.quarantined:
+        console.print(f"[yellow]{summary.quarantined} quarantined[/]: see {Path(summary.folder) / QUARANTINE_FILE}",
+                      highlight=False)

@@ -1,0 +1,168 @@
+"""`rescue push`: transcript rows -> one Label Studio project per scenario and schema version.
+
+Idempotent by row id, with the server as the only bookkeeping: before importing, push lists the
+project's tasks (`meta.row_id`) and imports only rows that have no task yet. Each import request is
+one database transaction on the server, so a crash mid-push leaves whole batches, and the next push
+imports exactly the rest: no duplicate, no gap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import Field
+
+from pipeline.annotate.config import build_config
+from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
+from pipeline.annotate.present import Present
+from pipeline.annotate.server import connect
+from pipeline.annotate.settings import AnnotateSettings
+from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task, media_folders, session_video
+from pipeline.catalog import load_catalog
+from pipeline.errors import RescueError
+from pipeline.project import Project
+from pipeline.records import Record, Scenario
+from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
+from pipeline.settings import load_settings
+from pipeline.transcripts import read_rows, rows_path
+
+Progress = Callable[[Scenario, int, int], None]  # scenario, rows imported so far, rows to import
+
+
+class ScenarioPush(Record):
+    scenario: Scenario
+    title: str
+    project_id: int
+    project_url: str
+    rows: int = Field(description="rows of the pushed sessions in this scenario")
+    imported: int = Field(description="tasks created by this push")
+    already_present: int = Field(description="rows that already had a task (matched by row id)")
+    stale: int = Field(description="tasks of the pushed sessions whose row no longer exists")
+    duplicates: int = Field(description="extra tasks for a row id that has more than one (should be 0)")
+    listed: bool = Field(description="whether every task was listed (else the local copy matched the server)")
+    batches: int
+    config_updated: bool
+    maximum_annotations: int
+
+
+class PushSummary(Record):
+    schema_version: str
+    server: str
+    scenarios: tuple[ScenarioPush, ...]
+    sessions_without_rows: tuple[str, ...] = ()
+    rows_without_media: int = 0
+
+    @property
+    def imported(self) -> int:
+        return sum(s.imported for s in self.scenarios)
+
+
+def project_title(schema: AnnotationSchema, scenario: Scenario) -> str:
+    """The project's name is its key: one project per scenario and schema version."""
+    return f"RESCUE {scenario} - {schema.id}"
+
+
+def schema_path(project: Project, settings: AnnotateSettings) -> Path:
+    return project.schemas / settings.schema_file
+
+
+def load_sessions(project: Project, session_ids: tuple[str, ...] = ()) -> tuple[list[SessionRows], list[str]]:
+    """Catalog sessions with rows (build/transcripts/<id>/rows.jsonl); the ids of those without rows."""
+    entries = [item.entry for item in load_catalog(project)]
+    known = {entry.session_id for entry in entries}
+    unknown = [sid for sid in session_ids if sid not in known]
+    if unknown:
+        raise RescueError(f"unknown session id(s): {', '.join(unknown)}", "run `rescue status` to list the sessions")
+    chosen = [entry for entry in entries if not session_ids or entry.session_id in session_ids]
+    sessions, missing = [], []
+    for entry in chosen:
+        if not rows_path(project, entry.session_id).exists():
+            missing.append(entry.session_id)
+            continue
+        rows = tuple(read_rows(project, entry.session_id))
+        sessions.append(SessionRows(entry, rows, session_video(project, entry.session_id)))
+    return sessions, missing
+
+
+def _ensure_project(client: Client, schema: AnnotationSchema, scenario: Scenario, config: str,
+                    annotators: int) -> tuple[ProjectInfo, bool]:
+    title = project_title(schema, scenario)
+    info = client.find_project(title)
+    if info is None:
+        description = (f"RESCUE-BENCH rows, {scenario} sessions, annotation schema {schema.id}. Made by `rescue "
+                       "push`; the labelling config is generated from the schema: do not edit it here.")
+        return client.create_project(title, description, config, annotators), False
+    updated = False
+    if info.label_config.strip() != config.strip():
+        try:
+            client.update_project(info.id, label_config=config)
+        except RescueError as exc:
+            raise RescueError(f"Label Studio rejected the new label config of project {title!r}: {exc.message}",
+                              f"keep changes to schema {schema.id} compatible with its existing annotations, or "
+                              "give the changed schema a new version (a new project)") from exc
+        updated = True
+    if info.maximum_annotations != annotators:
+        client.update_project(info.id, maximum_annotations=annotators)
+    return info, updated
+
+
+def push_rows(project: Project, connection: Connection | None = None, *, settings: AnnotateSettings | None = None,
+              schema: AnnotationSchema | None = None, session_ids: tuple[str, ...] = (),
+              progress: Progress | None = None, full_check: bool = False) -> PushSummary:
+    """Create/refresh the projects and import every row that has no task yet."""
+    settings = settings or load_settings(project.root).annotate
+    schema = schema or load_schema(schema_path(project, settings))
+    sessions, missing = load_sessions(project, session_ids)
+    connection = connection or connect(project)
+    client = Client(connection)
+    client.whoami()  # a wrong token or a dead server fails here, before any work
+    results = []
+    for scenario in SCENARIOS:
+        chosen = [s for s in sessions if s.entry.scenario == scenario]
+        if not chosen:
+            continue
+        results.append(_push_scenario(project, client, schema, scenario, chosen, settings, progress, full_check))
+    no_media = sum(1 for s in sessions for r in s.rows if not (r.clip or s.session_video))
+    return PushSummary(schema_version=schema.id, server=connection.url, scenarios=tuple(results),
+                       sessions_without_rows=tuple(missing), rows_without_media=no_media)
+
+
+def _push_scenario(project: Project, client: Client, schema: AnnotationSchema, scenario: Scenario,
+                   sessions: list[SessionRows], settings: AnnotateSettings, progress: Progress | None,
+                   full_check: bool) -> ScenarioPush:
+    config = build_config(schema, scenario)
+    info, updated = _ensure_project(client, schema, scenario, config, settings.annotators_per_row)
+    if client.connection.source == "embedded" and settings.media_url is None:
+        for folder in media_folders(project, sessions):
+            client.ensure_local_storage(info.id, str(folder))
+    present = Present(project, client, info.id, info.title, full_check=full_check)
+    wanted = [(s, i) for s in sessions for i in range(len(s.rows))]
+    todo = [(s, i) for s, i in wanted if s.rows[i].row_id not in present.rows]
+    imported = batches = 0
+    with_draft = False
+    if progress:
+        progress(scenario, 0, len(todo))
+    for start in range(0, len(todo), settings.batch_size):
+        chunk = todo[start:start + settings.batch_size]
+        batch = [build_task(schema, s, i, context_rows=settings.context_rows, media_url=settings.media_url)
+                 for s, i in chunk]
+        with_draft = with_draft or any("predictions" in task for task in batch)
+        created = client.import_tasks(info.id, batch)
+        present.imported([s.rows[i].row_id for s, i in chunk], created)
+        imported += len(created)
+        batches += 1
+        if progress:
+            progress(scenario, imported, len(todo))
+    if with_draft and info.model_version != PREDICTION_VERSION:
+        client.update_project(info.id, model_version=PREDICTION_VERSION)  # show the drafts to annotators
+    pushed_sessions = {s.session_id for s in sessions}
+    current = {s.rows[i].row_id for s, i in wanted}
+    stale = sum(1 for row_id in present.rows
+                if row_id.rsplit("@", 1)[0] in pushed_sessions and row_id not in current)
+    return ScenarioPush(
+        scenario=scenario, title=info.title, project_id=info.id,
+        project_url=f"{client.connection.url}/projects/{info.id}/data", rows=len(wanted), imported=imported,
+        already_present=len(wanted) - len(todo), stale=stale,
+        duplicates=sum(count - 1 for count in present.rows.values()), listed=present.listed, batches=batches,
+        config_updated=updated, maximum_annotations=settings.annotators_per_row)

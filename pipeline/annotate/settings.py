@@ -1,0 +1,21 @@
+"""Settings of `rescue push`, `rescue pull` and the embedded Label Studio (`[tool.rescue.annotate]`)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AnnotateSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_file: str = Field("rescue-v1.yaml", description="annotation schema in annotation_schemas/")
+    annotators_per_row: int = Field(
+        3, ge=1, le=20, description="Label Studio `maximum_annotations`: how many annotators receive each task")
+    context_rows: int = Field(5, ge=0, le=200, description="preceding rows shown above the row being labelled")
+    batch_size: int = Field(500, ge=1, le=5000, description="tasks per import request (each request is atomic)")
+    media_url: str | None = Field(
+        None, description="base URL under which an external server finds the project's files (paths relative to "
+                          "the project root are appended); default: the embedded server serves them itself")
+    server_venv: str = Field(".venv-labelstudio", description="virtual environment holding the label-studio server")
+    start_timeout: float = Field(
+        300.0, gt=0, description="seconds to wait for the embedded server's /health (the first start migrates ~70 s)")

@@ -1,0 +1,117 @@
+"""Transcript rows -> Label Studio tasks: the row, its context, its media and the pre-filled draft.
+
+Task unit (see docs/annotation.md): one task per row. Every field of the benchmark is per row, the
+agreement is computed per row and field, and a row id is stable across re-runs, so one task per
+row makes `maximum_annotations`, idempotent import (by row id) and validation all line up.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from pydantic import JsonValue
+
+from pipeline.annotate.results import encode, people_strip
+from pipeline.project import Project
+from pipeline.records import CatalogEntry, SessionMedia, TranscriptRow
+from pipeline.schema import AnnotationSchema
+
+PREDICTION_VERSION = "transcript"  # Label Studio `model_version` of the drafts made from the transcript
+MEDIA_RECORD = "media.json"  # written by ingest into build/media/<session_id>/
+
+
+@dataclass(frozen=True)
+class SessionRows:
+    """One session's rows with what their tasks need: the catalog entry and the session media."""
+
+    entry: CatalogEntry
+    rows: tuple[TranscriptRow, ...]
+    session_video: str | None  # relative to the project root; None when the session was not ingested
+
+    @property
+    def session_id(self) -> str:
+        return self.entry.session_id
+
+
+def session_video(project: Project, session_id: str) -> str | None:
+    path = project.session_dir("media", session_id) / MEDIA_RECORD
+    if not path.exists():
+        return None
+    return SessionMedia.model_validate_json(path.read_text(encoding="utf-8")).session_video
+
+
+def media_link(rel: str | None, media_url: str | None, start: float, end: float, *, whole_clip: bool) -> str:
+    """A URL the annotator's browser can play: the server's local-files route, or `media_url` + path."""
+    if not rel:
+        return ""
+    base = f"{media_url.rstrip('/')}/{quote(rel)}" if media_url else f"/data/local-files/?d={quote(rel)}"
+    return base if whole_clip else f"{base}#t={start:.2f},{end:.2f}"
+
+
+def _prefill(schema: AnnotationSchema, row: TranscriptRow, entities: tuple[str, ...]) -> dict[str, JsonValue]:
+    """Draft values from the transcript for the fields whose schema entry names a `prefill` attribute."""
+    values: dict[str, JsonValue] = {}
+    for field in schema.fields:
+        if not field.annotated or not field.prefill:
+            continue
+        raw = getattr(row, field.prefill)
+        if field.type == "entity":
+            if raw in entities:
+                values[field.name] = raw
+        elif field.type == "entities":
+            picked = [name for name in entities if name in raw and name != row.speaker]
+            if picked:
+                values[field.name] = picked
+        elif field.type == "text":
+            values[field.name] = str(raw)
+    return values
+
+
+def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, context_rows: int,
+               media_url: str | None) -> dict[str, Any]:
+    """The import payload of `session.rows[index]`: data, meta (row id for idempotency) and the draft."""
+    rows = session.rows
+    row = rows[index]
+    entry = session.entry
+    entities = schema.entities(entry.scenario, entry.participants)
+    before = rows[max(0, index - context_rows):index] if context_rows else ()
+    context = [{"speaker": f"#{r.row_index} {r.speaker} ({r.start:.1f}-{r.end:.1f} s)", "text": r.text}
+               for r in before] or [{"speaker": "", "text": "(no preceding rows shown)"}]
+    clip = row.clip or session.session_video
+    data: dict[str, Any] = {
+        "row_id": row.row_id,
+        "session_id": entry.session_id,
+        "scenario": entry.scenario,
+        "schema": schema.id,
+        "row_index": row.row_index,
+        "heading": (f"{entry.session_id} - row {row.row_index} of {len(rows)} - {row.start:.2f}-{row.end:.2f} s"
+                    f" - transcript says: {row.speaker}"),
+        "video": media_link(clip, media_url, row.start, row.end, whole_clip=bool(row.clip)),
+        "context": context,
+        "row_text": f"#{row.row_index} {row.speaker}: {row.text}",
+        "entities": [{"value": name} for name in entities],
+        "people": people_strip(entities),
+        "rows": [{"value": str(r.row_index), "html": html.escape(f"#{r.row_index} {r.speaker}")} for r in rows],
+    }
+    for field in schema.fields:  # values carried from the transcript rather than annotated (start/end time)
+        if not field.annotated and field.prefill:
+            data[field.name] = getattr(row, field.prefill)
+    task: dict[str, Any] = {"data": data, "meta": {"row_id": row.row_id, "schema": schema.id}}
+    draft = encode(schema, _prefill(schema, row, entities), entities)
+    if draft:
+        task["predictions"] = [{"model_version": PREDICTION_VERSION, "result": draft}]
+    return task
+
+
+def media_folders(project: Project, sessions: list[SessionRows]) -> list[Path]:
+    """Top folders (under the project root) holding the media these tasks point to."""
+    folders: set[Path] = set()
+    for session in sessions:
+        for rel in {session.session_video, *(row.clip for row in session.rows)}:
+            if rel:
+                folders.add(project.root / Path(rel).parts[0])
+    return sorted(folders)

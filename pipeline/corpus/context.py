@@ -1,0 +1,54 @@
+"""What every corpus step reads (project, settings, schema, the rows' digest) and where outcomes go."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipeline.agreement.settings import AgreementSettings
+from pipeline.annotate.push import schema_path
+from pipeline.corpus.state import StepState, file_sha, rows_digest, write_state
+from pipeline.project import Project
+from pipeline.records import Record
+from pipeline.schema import AnnotationSchema, load_schema
+from pipeline.settings import Settings, load_settings
+
+Status = Literal["ran", "up to date", "not needed", "waiting", "skipped"]
+
+
+class StepOutcome(Record):
+    step: str
+    status: Status
+    message: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass
+class CorpusContext:
+    project: Project
+    settings: Settings
+    schema: AnnotationSchema
+    schema_sha: str
+    rows: dict[str, str]  # catalog session -> sha256 of its rows.jsonl ('' = no rows yet)
+    on_step: Callable[[StepOutcome], None] = lambda outcome: None
+    on_begin: Callable[[str], None] = lambda step: None
+    outcomes: list[StepOutcome] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, project: Project, **callbacks: Callable) -> CorpusContext:  # type: ignore[type-arg]
+        settings = load_settings(project.root)
+        path = schema_path(project, settings.annotate)
+        return cls(project, settings, load_schema(path), file_sha(path), rows_digest(project), **callbacks)
+
+    @property
+    def agreement(self) -> AgreementSettings:
+        return self.settings.agreement
+
+    def record(self, step: str, status: Status, message: str, notes: list[str] | tuple[str, ...] = ()) -> None:
+        outcome = StepOutcome(step=step, status=status, message=message, notes=tuple(notes))
+        self.outcomes.append(outcome)
+        self.on_step(outcome)
+
+    def done(self, step: str, fingerprint: str, **detail: object) -> None:
+        write_state(self.project, StepState(step=step, fingerprint=fingerprint, status="done", detail=detail))  # type: ignore[arg-type]

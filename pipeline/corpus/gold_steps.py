@@ -1,0 +1,113 @@
+"""Agreement report, adjudication and gold as make-like corpus steps over the newest annotation snapshot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.agreement.inputs import adjudication_answers, latest_annotations
+from pipeline.corpus.context import CorpusContext
+from pipeline.corpus.labelstudio_steps import ServerSession
+from pipeline.corpus.state import file_sha, fingerprint, last_done
+
+
+def _settings_json(ctx: CorpusContext) -> dict[str, object]:
+    return ctx.agreement.model_dump(mode="json")
+
+
+def agree_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+    return fingerprint("agree", "1", annotations=file_sha(snapshot), settings=_settings_json(ctx),
+                       schema=ctx.schema_sha)
+
+
+def adjudicate_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+    return fingerprint("adjudicate", "1", annotations=file_sha(snapshot), rows=ctx.rows,
+                       settings=_settings_json(ctx), schema=ctx.schema_sha)
+
+
+def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+    answers = adjudication_answers(ctx.project)
+    return fingerprint("gold", "1", annotations=file_sha(snapshot), adjudications=file_sha(answers) if answers else "",
+                       rows=ctx.rows, settings=_settings_json(ctx), schema=ctx.schema_sha)
+
+
+def agree_step(ctx: CorpusContext) -> Path:
+    """build/agreement/ for the newest snapshot; returns the HTML report."""
+    from pipeline.agreement.agree import run_agree
+
+    snapshot = latest_annotations(ctx.project)
+    html = ctx.project.build / "agreement" / "report.html"
+    fp = agree_fingerprint(ctx, snapshot)
+    if last_done(ctx.project, "agree", fp) is not None and html.is_file():
+        ctx.record("agree", "up to date", f"report of snapshot {snapshot.parent.name}")
+        return html
+    output = run_agree(ctx.project, ctx.agreement)
+    report = output.report
+    ctx.done("agree", fp, snapshot=snapshot.parent.name)
+    ctx.record("agree", "ran", f"{len(report.annotators)} annotator(s), {report.rows} row(s) of {report.sessions} "
+                               f"session(s) -> {ctx.project.rel_or_abs(output.html)}",
+               [note.message for note in report.notes])
+    return output.html
+
+
+def adjudicate_step(ctx: CorpusContext, server: ServerSession | None) -> None:
+    """The queue of what consensus cannot settle; with a server, its round trip through Label Studio."""
+    from pipeline.agreement.gold import run_adjudicate
+    from pipeline.corpus.server_steps import adjudication_round_trip
+
+    snapshot = latest_annotations(ctx.project)
+    fp = adjudicate_fingerprint(ctx, snapshot)
+    done = last_done(ctx.project, "adjudicate", fp)
+    if done is None:
+        _, items = run_adjudicate(ctx.project, ctx.agreement)
+        count, fresh = len(items), True
+    else:
+        count, fresh = int(done.detail.get("queue", 0)), False  # type: ignore[call-overload]
+    changed, notes = adjudication_round_trip(ctx, server, push=fresh and count > 0) if server else (False, [])
+    if changed:  # new adjudicated answers settle part of the queue
+        _, items = run_adjudicate(ctx.project, ctx.agreement)
+        notes.append(f"{count - len(items)} queued field(s) settled by the adjudicators' answers")
+        count = len(items)
+    ctx.done("adjudicate", fp, queue=count)
+    where = ctx.project.rel_or_abs(ctx.project.build / "adjudication" / "queue.jsonl")
+    ctx.record("adjudicate", "ran" if fresh or changed else "up to date",
+               f"{count} field(s) in the adjudication queue ({where})", notes)
+
+
+def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
+    """build/gold/; returns the sessions written and the pending ones (every catalog session not written)."""
+    from pipeline.agreement.gold import GoldSummary, run_gold
+
+    snapshot = latest_annotations(ctx.project)
+    fp = gold_fingerprint(ctx, snapshot)
+    summary_file = ctx.project.build / "gold" / "summary.json"
+    gold_file = ctx.project.build / "gold" / "benchmark.jsonl"
+    done = last_done(ctx.project, "gold", fp)
+    if done is not None and summary_file.is_file() and gold_file.is_file():
+        summary = GoldSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))
+        status = "up to date"
+    else:
+        summary = run_gold(ctx.project, ctx.agreement)
+        ctx.done("gold", fp, sessions=list(summary.sessions_written), benchmark_sha256=summary.benchmark_sha256)
+        status = "ran"
+    pending = pending_sessions(ctx, summary.sessions_written, summary.sessions_pending)
+    sources = ", ".join(f"{k} {v}" for k, v in summary.fields_by_source.items())
+    ctx.record("gold", status, f"{len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
+                               f"{ctx.project.rel_or_abs(gold_file)}; {len(pending)} session(s) pending",
+               [f"fields settled by: {sources}"] if sources else [])
+    return summary.sessions_written, pending
+
+
+def pending_sessions(ctx: CorpusContext, written: tuple[str, ...], reasons: dict[str, str]) -> dict[str, str]:
+    """Every catalog session that has no gold, with the reason (never left out silently)."""
+    pending = {}
+    for session_id, rows_sha in sorted(ctx.rows.items()):
+        if session_id in written:
+            continue
+        if session_id in reasons:
+            pending[session_id] = reasons[session_id]
+        elif not rows_sha:
+            pending[session_id] = "no transcript rows yet"
+        else:
+            pending[session_id] = "no annotations pulled yet (annotate its rows in Label Studio, then `rescue build`)"
+    return pending
+

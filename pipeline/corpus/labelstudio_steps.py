@@ -1,0 +1,178 @@
+"""The Label Studio side of `rescue build`: the server, push, exports and the change check behind pull.
+
+The server: `LABEL_STUDIO_URL` when set, else the embedded one (already running, or started here and
+stopped again at the end). When the embedded server is down and its database files have the size
+and modification time recorded after the last build stopped it, nothing on the server can have
+changed, so the build does not start it at all.
+
+Pull makes a new snapshot only when the server's annotations changed: the exports are compared with
+the newest snapshot's stored exports by a digest of what the annotation records are made of (tasks'
+ids, row ids and data; annotations' ids, accounts, times and results). Label Studio's raw exports
+cannot be compared byte for byte: they carry relative times ("created_ago": "3 minutes").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.annotate import server
+from pipeline.annotate.labelstudio import Client, Connection
+from pipeline.annotate.settings import AnnotateSettings
+from pipeline.errors import RescueError
+from pipeline.project import Project
+from pipeline.schema import SCENARIOS, AnnotationSchema
+from pipeline.store import sha256_json
+
+NO_SERVER_FIX = "or run `rescue build --no-annotation` to stop after the transcript rows"
+
+
+@dataclass
+class ServerSession:
+    """The server this build talks to; `started_here` servers are stopped by `close`."""
+
+    connection: Connection
+    started_here: bool
+    paths: server.ServerPaths
+    how: str
+    _client: Client | None = field(default=None, repr=False)
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            self._client = Client(self.connection)
+        return self._client
+
+    def close(self) -> bool:
+        """Stop the server if this build started it; returns whether it did. Waits until every process
+        of its group is gone, so the database files are final when the build records their stamp."""
+        if not self.started_here:
+            return False
+        state = server.read_state(self.paths)
+        stopped = server.stop(self.paths)
+        deadline = time.monotonic() + 15
+        while state is not None and time.monotonic() < deadline:
+            try:
+                os.killpg(state.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.1)
+        return stopped
+
+
+def database_stamp(paths: server.ServerPaths) -> list[list[object]]:
+    """Name, size and mtime of the embedded server's SQLite files: unchanged files = unchanged server."""
+    files = sorted(paths.data.glob(f"{server.DB_NAME}*")) if paths.data.is_dir() else []
+    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+
+
+def quiet_server(project: Project) -> str | None:
+    """Why the server must be asked (external or running), or None when it is the embedded one, stopped."""
+    if server.external_connection() is not None:
+        return "LABEL_STUDIO_URL is set"
+    if server.running(server.ServerPaths.of(project)) is not None:
+        return "the embedded server is running"
+    return None
+
+
+def open_server(project: Project, settings: AnnotateSettings) -> ServerSession:
+    paths = server.ServerPaths.of(project)
+    external = server.external_connection()
+    if external is not None:
+        return ServerSession(external, False, paths, f"external server {external.url} (LABEL_STUDIO_URL)")
+    state = server.running(paths)
+    started = state is None
+    if started:
+        try:
+            state = server.start_project_server(project, settings)
+        except RescueError as exc:
+            raise RescueError(f"Label Studio: {exc.message}", f"{exc.fix}; {NO_SERVER_FIX}") from exc
+    assert state is not None
+    how = f"embedded server {state.url}" + (" (started for this build)" if started else " (already running)")
+    return ServerSession(server.connect(project, paths), started, paths, how)
+
+
+# -- exports and their digest ----------------------------------------------------------------------------------
+
+def _annotation_key(annotation: Mapping[str, Any]) -> list[Any]:
+    who = annotation.get("completed_by")
+    return [annotation.get("id"), who.get("id") if isinstance(who, dict) else who, annotation.get("updated_at"),
+            bool(annotation.get("was_cancelled")), annotation.get("result")]
+
+
+def export_digest(data: bytes) -> str:
+    """What the parsed records depend on, hashed; insensitive to Label Studio's relative-time fields."""
+    tasks = json.loads(data)
+    return sha256_json(sorted(
+        [task.get("id"), task.get("meta"), task.get("data"),
+         sorted((_annotation_key(a) for a in task.get("annotations") or []), key=lambda k: str(k[0]))]
+        for task in tasks))
+
+
+@dataclass(frozen=True)
+class ProjectExport:
+    scenario: str
+    project_id: int
+    data: bytes
+
+    @property
+    def tasks(self) -> list[dict[str, Any]]:
+        return json.loads(self.data)
+
+
+def fetch_exports(client: Client, titles: Mapping[str, str]) -> dict[str, ProjectExport]:
+    """scenario -> the full JSON export of the project titled `titles[scenario]` (scenarios without one left out)."""
+    found = {}
+    for scenario in SCENARIOS:
+        title = titles.get(scenario)
+        info = client.find_project(title) if title else None
+        if info is not None:
+            found[scenario] = ProjectExport(scenario, info.id, client.export_json(info.id))
+    return found
+
+
+def combined_digest(exports: Mapping[str, bytes]) -> str:
+    return sha256_json({scenario: export_digest(data) for scenario, data in sorted(exports.items())})
+
+
+def snapshot_digest(folder: Path) -> str | None:
+    """The digest of a stored snapshot's exports (build/annotations/<snapshot>/exports/*.json)."""
+    files = sorted((folder / "exports").glob("*.json"))
+    if not files:
+        return None
+    return combined_digest({path.stem: path.read_bytes() for path in files})
+
+
+def held_annotations(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str]
+                     ) -> tuple[dict[str, int], set[str], set[tuple[int, str]]]:
+    """From an export: row id -> task id, sessions with any annotation, and (task id, account) pairs."""
+    task_of_row: dict[str, int] = {}
+    sessions: set[str] = set()
+    pairs: set[tuple[int, str]] = set()
+    for task in tasks:
+        row_id = (task.get("meta") or {}).get("row_id") or (task.get("data") or {}).get("row_id")
+        if row_id:
+            task_of_row.setdefault(str(row_id), int(task["id"]))
+        for annotation in task.get("annotations") or []:
+            sessions.add(str((task.get("data") or {}).get("session_id", "")))
+            who = annotation.get("completed_by")
+            user_id = who.get("id") if isinstance(who, dict) else who
+            pairs.add((int(task["id"]), users.get(user_id, f"account {user_id}")))
+    return task_of_row, sessions, pairs
+
+
+def annotation_titles(schema: AnnotationSchema) -> dict[str, str]:
+    from pipeline.annotate.push import project_title
+
+    return {scenario: project_title(schema, scenario) for scenario in SCENARIOS}
+
+
+def adjudication_titles(schema: AnnotationSchema) -> dict[str, str]:
+    from pipeline.agreement.queue_labelstudio import adjudication_title
+
+    return {scenario: adjudication_title(schema, scenario) for scenario in SCENARIOS}

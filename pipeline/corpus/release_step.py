@@ -1,0 +1,131 @@
+"""Freeze the gold sessions into build/release/<version>/ as a corpus step of `rescue build`.
+
+The release is rebuilt when the gold file, the task settings, the schema, the version or the models
+change; a new annotation snapshot that yields the same gold does not touch it (its manifest keeps
+the snapshot that gold first came from, which gives the same gold). A release whose content changes
+is never overwritten: the previous folder moves to build/release/superseded/<version>-<UTC time>/.
+The new release is rendered into a staging folder first, so a failure leaves the old one in place.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipeline.agreement.inputs import adjudication_answers, latest_annotations
+from pipeline.corpus.context import CorpusContext
+from pipeline.corpus.state import file_sha, fingerprint, last_done, read_state
+from pipeline.store import read_jsonl
+from pipeline.tasks.release import ModelVersion
+
+SUPERSEDED = "superseded"
+
+
+def task_settings_file(ctx: CorpusContext) -> Path:
+    from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS
+
+    local = ctx.project.schemas / DEFAULT_TASK_SETTINGS.name
+    return local if local.is_file() else DEFAULT_TASK_SETTINGS
+
+
+def _packages(packages: dict[str, str], *names: str) -> str:
+    return ", ".join(f"{name} {packages[name]}" for name in names if name in packages)
+
+
+def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVersion, ...]:
+    """The models behind the gold sessions' rows (from the stage manifests) and the consensus text model."""
+    from pipeline.speech.records import DiarizationRecord, TranscriptionRecord
+
+    found: set[tuple[str, str, str]] = set()
+    manifests = ctx.project.build / "manifests"
+    if (manifests / "transcribe.jsonl").is_file():
+        for asr in read_jsonl(manifests / "transcribe.jsonl", TranscriptionRecord):
+            if asr.session_id in session_ids:
+                if asr.source == "subtitles":
+                    found.add(("transcript", "subtitles from the catalog", ""))
+                else:
+                    found.add(("asr", f"whisper {asr.model} ({asr.model_origin})",
+                               _packages(asr.packages, "whisperx", "faster-whisper", "ctranslate2")))
+    if (manifests / "diarize.jsonl").is_file():
+        for dia in read_jsonl(manifests / "diarize.jsonl", DiarizationRecord):
+            if dia.session_id in session_ids:
+                version = _packages(dia.packages, "pyannote.audio", "resemblyzer")
+                found |= {("diarization", dia.pipeline, version),
+                          ("speaker segmentation", dia.segmentation_model, version),
+                          ("speaker embedding", dia.embedding_model, version)}
+    if ctx.agreement.text_similarity:
+        from pipeline.text_similarity import model_info
+
+        info = model_info()
+        found.add(("text similarity (consensus)", info["name"], f"{info['package']} {info['version']}"))
+    return tuple(ModelVersion(role=r, name=n, version=v) for r, n, v in sorted(found))
+
+
+def superseded_path(out: Path) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = out.parent / SUPERSEDED / f"{out.name}-{stamp}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    return path
+
+
+def freeze_step(ctx: CorpusContext) -> Path | None:
+    """Returns the release folder, or None while no session has complete gold."""
+    from pipeline.schema import load_schema
+    from pipeline.tasks.gold_input import read_gold_file
+    from pipeline.tasks.release import ReleaseProvenance, freeze_release
+    from pipeline.tasks.settings import load_task_settings
+    from pipeline.tasks.verify import verify_release
+
+    gold = ctx.project.build / "gold" / "benchmark.jsonl"
+    settings_file = task_settings_file(ctx)
+    task_settings = load_task_settings(settings_file)
+    schema_file = settings_file.parent / task_settings.schema_file
+    schema = load_schema(schema_file)
+    sessions, warnings = read_gold_file(gold, schema) if gold.is_file() else ([], [])
+    version = ctx.settings.build.release_version
+    out = ctx.project.build / "release" / version
+    if not sessions:
+        ctx.record("freeze", "waiting", f"no session has complete gold yet: release {version} not frozen")
+        return None
+    models = model_versions(ctx, {s.sample_id for s in sessions})
+    fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(settings_file),
+                     schema=file_sha(schema_file), version=version, models=[m.model_dump() for m in models])
+    if last_done(ctx.project, "freeze", fp) is not None and out.is_dir() and verify_release(out).ok:
+        ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
+        return out
+    pull = read_state(ctx.project, "pull")
+    snapshots = [str(pull.detail.get("snapshot")) if pull else latest_annotations(ctx.project).parent.name]
+    answers = adjudication_answers(ctx.project)
+    if answers is not None:
+        snapshots.append(f"adjudication answers {answers.parent.name}")
+    provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots), models=models,
+                                   gold_source=ctx.project.rel(gold), gold_sha256=file_sha(gold))
+    staging = out.parent / f".staging.tmp-{uuid.uuid4().hex[:8]}"
+    notes = [str(w) for w in warnings[:10]]
+    try:
+        summary = freeze_release(sessions, task_settings, provenance, staging / version, schema=schema)
+        manifest = (staging / version / "MANIFEST.json").read_bytes()
+        if out.is_dir() and (out / "MANIFEST.json").is_file() and (out / "MANIFEST.json").read_bytes() == manifest \
+                and verify_release(out).ok:
+            status = "up to date"
+        else:
+            status = "ran"
+            if out.exists():
+                moved = superseded_path(out)
+                moved.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(out, moved)
+                notes.append(f"the previous {version} was kept as {ctx.project.rel(moved)}/")
+            os.replace(staging / version, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    ctx.done("freeze", fp, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions])
+    counts = ", ".join(f"{task.upper()} {c['all']}" for task, c in summary.instances.items())
+    ctx.record("freeze", status, f"release {version}: {len(sessions)} session(s), instances {counts} -> "
+                                 f"{ctx.project.rel(out)}/", notes)
+    return out

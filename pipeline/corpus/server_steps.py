@@ -1,0 +1,162 @@
+"""The corpus steps that talk to Label Studio: push, the stored sample annotations, pull, and the
+adjudication queue's round trip (push the queue, the stored adjudications, pull the answers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pipeline.agreement.inputs import adjudication_answers, snapshot_files
+from pipeline.annotate.push import push_rows
+from pipeline.annotate.tasks import session_video
+from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
+from pipeline.corpus.context import CorpusContext
+from pipeline.corpus.labelstudio_steps import (
+    ProjectExport,
+    ServerSession,
+    adjudication_titles,
+    annotation_titles,
+    combined_digest,
+    fetch_exports,
+    snapshot_digest,
+)
+from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, write_state
+from pipeline.corpus.stored import Kind, load_stored
+
+PUSHED_SETTINGS = {"schema_file", "annotators_per_row", "context_rows", "media_url"}
+
+
+def push_fingerprint(ctx: CorpusContext) -> str:
+    media = {sid: session_video(ctx.project, sid) for sid in ctx.rows}
+    return fingerprint("push", "1", rows=ctx.rows, media=media, schema=ctx.schema_sha,
+                       settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
+
+
+def _projects_unchanged(server: ServerSession, recorded: object, titles: Mapping[str, str]) -> bool:
+    """The projects push made last time are still there with the same number of tasks (one cheap request each)."""
+    if not isinstance(recorded, dict) or not recorded:
+        return False
+    for scenario, (project_id, tasks) in recorded.items():
+        info = server.client.find_project(titles[scenario])
+        if info is None or info.id != project_id or info.task_number != tasks:
+            return False
+    return True
+
+
+def push_step(ctx: CorpusContext, server: ServerSession) -> None:
+    fp = push_fingerprint(ctx)
+    done = last_done(ctx.project, "push", fp)
+    if done is not None and _projects_unchanged(server, done.detail.get("projects"), annotation_titles(ctx.schema)):
+        ctx.record("push", "up to date", "every row already has its task")
+        return
+    summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema)
+    projects = {p.scenario: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.scenarios}
+    ctx.done("push", fp, projects=projects, imported=summary.imported)
+    parts = ", ".join(f"{p.scenario} {p.imported}" for p in summary.scenarios)
+    notes = [f"{p.scenario}: {p.stale} task(s) whose row no longer exists (their annotations are quarantined on pull)"
+             for p in summary.scenarios if p.stale]
+    notes += [f"{p.scenario}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
+              for p in summary.scenarios if p.duplicates]
+    if summary.sessions_without_rows:
+        notes.append(f"no rows yet: {', '.join(summary.sessions_without_rows)}")
+    already = sum(p.already_present for p in summary.scenarios)
+    ctx.record("push", "ran", f"{summary.imported} task(s) imported ({parts}), {already} already there -> "
+                              f"{', '.join(p.project_url for p in summary.scenarios)}", notes)
+
+
+def _apply_notes(summary: ApplySummary) -> list[str]:
+    notes = [f"re-anchored {p.stored_row} -> {p.row_id} (IoU {p.iou:.2f})" for p in summary.reanchored]
+    notes += [f"NOT applied: {u.annotations} stored {summary.kind}(s) of row {u.stored_row}: {u.reason}"
+              for u in summary.unplaced]
+    notes += [f"{session}: {why}" for session, why in sorted(summary.skipped.items())]
+    return notes
+
+
+def apply_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, ProjectExport], kind: Kind) -> int:
+    """Re-create the stored sample export of `kind` where the server holds none; returns annotations created."""
+    step = "sample-annotations" if kind == "annotation" else "sample-adjudications"
+    if not ctx.settings.build.sample_annotations:
+        ctx.record(step, "skipped", "sample_annotations = false in [tool.rescue.build]")
+        return 0
+    stored = load_stored(kind)
+    catalog = set(ctx.rows)
+    if not any(export.sessions() & catalog for export in stored.values()):
+        ctx.record(step, "not needed", "no session of the stored sample export is in the catalog")
+        return 0
+    previous = read_state(ctx.project, step)
+    resume = set(previous.detail.get("unfinished") or ()) if previous and previous.status == "failed" else set()  # type: ignore[arg-type]
+
+    def started(sessions: set[str]) -> None:  # an interrupted apply is resumed (without duplicates) next time
+        write_state(ctx.project, StepState(step=step, status="failed", error="interrupted while applying",
+                                           detail={"unfinished": sorted(sessions | resume)}))
+
+    summary = apply_stored_export(ctx.project, server, exports, stored, catalog, resume, kind=kind, on_start=started)
+    ctx.done(step, "", applied=summary.model_dump(mode="json"))
+    notes = _apply_notes(summary)
+    if summary.created or summary.sessions:
+        ctx.record(step, "ran", f"{summary.created} stored {kind}(s) re-created on {len(summary.sessions)} sample "
+                                f"session(s) ({len(summary.reanchored)} re-anchored, {len(summary.unplaced)} rows "
+                                f"not placed)", notes)
+    else:
+        ctx.record(step, "up to date", "nothing to apply", notes)
+    return summary.created
+
+
+def pull_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, ProjectExport]) -> str:
+    """A new snapshot when the server's annotations differ from the newest snapshot's; returns the snapshot name."""
+    from pipeline.annotate.pull import snapshot_from_exports
+
+    digest = combined_digest({s: e.data for s, e in exports.items()})
+    files = snapshot_files(ctx.project)
+    previous = read_state(ctx.project, "pull")
+    known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
+    if files:
+        latest = files[-1].parent
+        latest_digest = known.get(latest.name) or snapshot_digest(latest)
+        if latest_digest == digest:
+            ctx.done("pull", digest, snapshot=latest.name, digests={latest.name: digest})
+            ctx.record("pull", "up to date", f"annotations unchanged since snapshot {latest.name}")
+            return latest.name
+    summary = snapshot_from_exports(ctx.project, {s: e.data for s, e in exports.items()}, server.client.users(),
+                                    schema=ctx.schema, source=server.connection.url,
+                                    project_ids={s: e.project_id for s, e in exports.items()})
+    ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest})
+    notes = [f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl"] \
+        if summary.quarantined else []
+    annotations = sum(s.annotations for s in summary.scenarios)
+    ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
+                              f"record(s) in {summary.folder}/", notes)
+    return summary.snapshot
+
+
+def annotation_exports(server: ServerSession, ctx: CorpusContext) -> dict[str, ProjectExport]:
+    return fetch_exports(server.client, annotation_titles(ctx.schema))
+
+
+def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: bool) -> tuple[bool, list[str]]:
+    """Push the queue (`push`: it was just rewritten), apply stored adjudications, pull new answers.
+
+    Returns whether anything changed and notes. The answers are pulled only when the adjudication
+    projects' content differs from the last pull (a pull always writes a new answers file)."""
+    from pipeline.agreement.gold import QueueItem
+    from pipeline.agreement.queue_labelstudio import pull_adjudications, push_queue
+    from pipeline.store import read_jsonl
+
+    notes: list[str] = []
+    changed = False
+    if push:
+        items = read_jsonl(ctx.project.build / "adjudication" / "queue.jsonl", QueueItem)
+        notes += push_queue(ctx.project, ctx.agreement, items, server.connection)
+    exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
+    if exports and apply_step(ctx, server, exports, "adjudication"):
+        exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
+    digest = combined_digest({s: e.data for s, e in exports.items()}) if exports else ""
+    previous = read_state(ctx.project, "adjudication-pull")
+    answers = adjudication_answers(ctx.project)
+    if exports and (previous is None or previous.fingerprint != digest or answers is None):
+        answers = pull_adjudications(ctx.project, ctx.agreement, server.connection)
+        notes.append(f"adjudicators' answers -> {ctx.project.rel_or_abs(answers)}")
+        changed = True
+    if exports:
+        ctx.done("adjudication-pull", digest, answers=ctx.project.rel_or_abs(answers) if answers else "",
+                 answers_sha256=file_sha(answers) if answers else "")
+    return changed, notes

@@ -1,0 +1,15 @@
+"""Settings of the corpus steps of `rescue build` (`[tool.rescue.build]` in pyproject.toml)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class BuildSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    release_version: str = Field("v1", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                 description="the release `rescue build` freezes: build/release/<version>/")
+    sample_annotations: bool = Field(
+        True, description="apply the stored annotation export of the built-in sample sessions when the server "
+                          "holds no annotations for them")

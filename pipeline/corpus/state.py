@@ -1,0 +1,83 @@
+"""What each corpus step last did: build/state/corpus/<step>.json (fingerprint of its inputs, outcome, details).
+
+A step is up to date when its fingerprint equals the last successful run's and its outputs are intact;
+the fingerprint covers the inputs that decide its output (rows, schema, settings section, annotation
+snapshot, code version), never times or paths that do not change the result.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, JsonValue
+
+from pipeline import __version__
+from pipeline.catalog import load_catalog
+from pipeline.project import Project
+from pipeline.records import Record
+from pipeline.store import sha256_file, sha256_json, write_record_atomic
+from pipeline.transcripts import rows_path
+
+STEPS = ("server", "push", "sample-annotations", "pull", "agree", "adjudicate", "sample-adjudications", "gold",
+         "freeze")
+
+
+class StepState(Record):
+    step: str
+    fingerprint: str = ""
+    status: Literal["done", "failed"]
+    detail: dict[str, JsonValue] = Field(default_factory=dict, description="what the step recorded for the next run")
+    error: str = ""
+    code_version: str = __version__
+    finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+
+def state_path(project: Project, step: str) -> Path:
+    return project.build / "state" / "corpus" / f"{step}.json"
+
+
+def read_state(project: Project, step: str) -> StepState | None:
+    path = state_path(project, step)
+    if not path.is_file():
+        return None
+    try:
+        return StepState.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None  # unreadable = never ran
+
+
+def write_state(project: Project, state: StepState) -> None:
+    write_record_atomic(state_path(project, state.step), state)
+
+
+def last_done(project: Project, step: str, fingerprint: str) -> StepState | None:
+    """The recorded run when it succeeded with exactly this fingerprint."""
+    state = read_state(project, step)
+    return state if state is not None and state.status == "done" and state.fingerprint == fingerprint else None
+
+
+def file_sha(path: Path) -> str:
+    return sha256_file(path) if path.is_file() else ""
+
+
+def rows_digest(project: Project) -> dict[str, str]:
+    """Catalog session -> sha256 of its rows.jsonl ('' when it has none yet)."""
+    return {item.entry.session_id: file_sha(rows_path(project, item.entry.session_id))
+            for item in load_catalog(project)}
+
+
+def fingerprint(step: str, step_version: str, **inputs: object) -> str:
+    return sha256_json({"step": step, "step_version": step_version, "code": __version__, **inputs})
+
+
+def corpus_status(project: Project) -> list[dict[str, str]]:
+    """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
+    found = []
+    for step in STEPS:
+        state = read_state(project, step)
+        if state is not None:
+            found.append({"step": step, "status": state.status, "finished_at": state.finished_at,
+                          "error": state.error})
+    return found

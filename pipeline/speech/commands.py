@@ -1,0 +1,153 @@
+"""`rescue transcribe | diarize | rows | speakers | score-transcript`: argument parsing and printing only."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+_jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
+                     help="Sessions processed in parallel (separate processes; each loads the models).")
+
+
+@contextmanager
+def _overrides(prefix: str, values: dict[str, object]) -> Iterator[None]:
+    """Flags reach the stages (and pool workers) as RESCUE_* environment overrides of the settings file."""
+    saved = {}
+    for name, value in values.items():
+        if value is not None:
+            key = f"{prefix}{name.upper()}"
+            saved[key] = os.environ.get(key)
+            os.environ[key] = str(value)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int) -> None:
+    from pipeline.cli import _project, _run_stages
+
+    if _run_stages(_project(ctx), stages, session_ids, jobs):
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("session_ids", nargs=-1)
+@click.option("--model", help="Whisper model: tiny.en (embedded), large-v3, ... or a CTranslate2 folder.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), help="Where to run (default: settings).")
+@click.option("--compute-type", help="CTranslate2 compute type, e.g. int8, float16 (default: settings).")
+@click.option("--language", help="Spoken language code, e.g. en.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Chunks decoded together.")
+@click.option("--align-model", help="'none', 'auto' or a wav2vec2 model for whisperx alignment.")
+@_jobs
+@click.pass_context
+def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | None, device: str | None,
+               compute_type: str | None, language: str | None, batch_size: int | None, align_model: str | None,
+               jobs: int) -> None:
+    """Transcribe sessions with WhisperX (or take the catalog's subtitles; see docs/speech.md)."""
+    with _overrides("RESCUE_ASR_", dict(model=model, device=device, compute_type=compute_type, language=language,
+                                         batch_size=batch_size, align_model=align_model)):
+        _run(ctx, ["ingest", "transcribe"], session_ids, jobs)
+
+
+@click.command()
+@click.argument("session_ids", nargs=-1)
+@click.option("--pipeline", "pipeline_name", help="'embedded', or a pyannote pipeline (needs $HF_TOKEN).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]))
+@click.option("--speaker-count", type=click.Choice(["exact", "at_least", "free"]),
+              help="How the catalog's speaker count is passed to pyannote.")
+@_jobs
+@click.pass_context
+def diarize(ctx: click.Context, session_ids: tuple[str, ...], pipeline_name: str | None, device: str | None,
+            speaker_count: str | None, jobs: int) -> None:
+    """Find who spoke when with pyannote.audio (overlapping speech kept)."""
+    with _overrides("RESCUE_DIARIZATION_", dict(pipeline=pipeline_name, device=device, speaker_count=speaker_count)):
+        _run(ctx, ["ingest", "diarize"], session_ids, jobs)
+
+
+@click.command()
+@click.argument("session_ids", nargs=-1)
+@_jobs
+@click.pass_context
+def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
+    """Cut transcripts into speaker-named rows; write JSON/SRT/VTT/RTTM exports and per-row clips."""
+    _run(ctx, ["ingest", "transcribe", "diarize", "rows"], session_ids, jobs)
+
+
+@click.command()
+@click.argument("session_ids", nargs=-1)
+@click.option("--refresh", is_flag=True, help="Replace a file made for an older diarization (kept as .bak).")
+@click.pass_context
+def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
+    """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check."""
+    from pipeline.cli import _project, _run_stages, console
+    from pipeline.runner import Context
+    from pipeline.speech.transcript_stage import write_speaker_map
+
+    project = _project(ctx)
+    if _run_stages(project, ["ingest", "transcribe", "diarize"], session_ids, 1):
+        sys.exit(1)
+    context = Context.load(project)
+    for entry in context.select(session_ids):
+        path, proposals = write_speaker_map(project, entry, context.settings, refresh=refresh)
+        console.print(f"{entry.session_id}: wrote {project.rel(path)}", highlight=False)
+        for proposal in proposals.values():
+            mark = "ok " if proposal.confident else "?? "
+            console.print(f"  {mark}{proposal.label} -> {proposal.name or '(unknown)'}: {proposal.evidence}",
+                          highlight=False)
+
+
+@click.command("score-transcript")
+@click.argument("session_ids", nargs=-1)
+@click.option("--references", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder with <session_id>.rttm and <session_id>.srt/.vtt/.txt (default: catalog subtitles).")
+@click.option("--collar", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="DER: seconds forgiven around each reference boundary.")
+@click.option("--skip-overlap", is_flag=True, help="DER: do not score overlapped reference speech.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON instead of a table.")
+@click.pass_context
+def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], references: Path | None, collar: float,
+                     skip_overlap: bool, as_json: bool) -> None:
+    """WER (jiwer) and DER (pyannote.metrics) of built transcripts, per session and overall."""
+    from rich.table import Table
+
+    from pipeline.cli import _project, console
+    from pipeline.runner import Context
+    from pipeline.speech.scoring import score_sessions
+    from pipeline.store import write_text_atomic
+
+    project = _project(ctx)
+    context = Context.load(project)
+    result = score_sessions(project, context.select(session_ids), references, collar=collar,
+                            skip_overlap=skip_overlap, encoding=context.settings.speech.subtitle_encoding)
+    text = json.dumps(result, indent=2)
+    out = project.build / "scores" / "transcript_scores.json"
+    write_text_atomic(out, text + "\n")
+    if as_json:
+        click.echo(text)
+        return
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.1f} %"
+
+    table = Table(title=f"transcript quality (DER collar {collar:g} s, overlap "
+                        f"{'not ' if skip_overlap else ''}scored)")
+    for column in ("session", "reference", "WER", "DER (turns)", "DER (rows)"):
+        table.add_column(column)
+    for r in result["sessions"]:
+        table.add_row(r["session_id"], r["reference"], pct(r["wer"]), pct((r.get("der") or {}).get("der")),
+                      pct((r.get("rows_der") or {}).get("der")))
+    overall = result["overall"]
+    table.add_row("overall", "", pct(overall["wer"]), pct(overall["der"]), pct(overall["rows_der"]))
+    console.print(table)
+    console.print(f"written to {project.rel(out)}", highlight=False)

@@ -1,0 +1,198 @@
+"""CLI for the task family: `rescue freeze`, `verify`, `evaluate`, `compare-released`. Thin: parse,
+call the library, print. Heavy imports stay inside the functions so `rescue --help` stays fast."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.errors import RescueError
+from pipeline.project import Project
+
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
+
+
+def _project(ctx: click.Context) -> Project:
+    return Project.at((ctx.obj or {}).get("root"))
+
+
+def _settings_file(project: Project, given: Path | None) -> Path:
+    from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS
+
+    if given:
+        return given
+    local = project.schemas / DEFAULT_TASK_SETTINGS.name
+    return local if local.exists() else DEFAULT_TASK_SETTINGS
+
+
+def _release_dir(project: Project, given: Path | None) -> Path:
+    """The given release, else the only one under build/release/."""
+    if given:
+        return given
+    base = project.build / "release"
+    found = sorted(p for p in base.iterdir() if (p / "MANIFEST.json").is_file()) if base.is_dir() else []
+    if len(found) != 1:
+        raise RescueError(f"{'no release' if not found else f'{len(found)} releases'} under {base}",
+                          "pass --release build/release/<version>" if found else "run `rescue freeze` first")
+    return found[0]
+
+
+def _model(value: str) -> dict[str, str]:
+    parts = value.split(":", 2)
+    if len(parts) != 3 or not all(parts):
+        raise click.BadParameter(f"{value!r}: use ROLE:NAME:VERSION, e.g. asr:whisper-base:1.0.0")
+    return {"role": parts[0], "name": parts[1], "version": parts[2]}
+
+
+@click.command()
+@click.option("--gold", "gold_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Gold sessions in the released benchmark.jsonl format (default build/gold/benchmark.jsonl); "
+                   "a published benchmark file works too.")
+@click.option("--version", "version", default="v1", show_default=True, help="Release version: build/release/<version>.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Release folder (default build/release/<version>); its name is the version.")
+@click.option("--settings", "settings_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Task-construction settings (default annotation_schemas/tasks-v1.yaml).")
+@click.option("--strict", is_flag=True, help="Refuse gold rows with labels outside the schema's label sets.")
+@click.option("--force", is_flag=True, help="Replace an existing release folder whose content differs.")
+@click.option("--snapshot", "snapshots", multiple=True, help="Annotation snapshot id the gold came from (repeat).")
+@click.option("--model", "models", multiple=True, help="ROLE:NAME:VERSION of a model used upstream (repeat).")
+@click.pass_context
+def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path | None, settings_path: Path | None,
+           strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...]) -> None:
+    """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""
+    from pipeline.schema import load_schema
+    from pipeline.store import sha256_file
+    from pipeline.tasks.gold_input import read_gold_file
+    from pipeline.tasks.release import ReleaseProvenance, freeze_release
+    from pipeline.tasks.settings import load_task_settings
+
+    project = _project(ctx)
+    settings_file = _settings_file(project, settings_path)
+    settings = load_task_settings(settings_file)
+    schema = load_schema(settings_file.parent / settings.schema_file)
+    gold = gold_path or project.build / "gold" / "benchmark.jsonl"
+    with console.status(f"reading {gold}"):
+        sessions, warnings = read_gold_file(gold, schema, strict=strict)
+    provenance = ReleaseProvenance(annotation_snapshots=snapshots, models=tuple(_model(m) for m in models),
+                                   gold_source=project.rel_or_abs(gold), gold_sha256=sha256_file(gold))
+    with console.status(f"building tasks from {len(sessions)} sessions"):
+        summary = freeze_release(sessions, settings, provenance, out or project.build / "release" / version,
+                                 schema=schema, overwrite=force)
+    for warning in warnings[:20]:
+        err_console.print(f"[yellow]warning[/] {warning}", highlight=False)
+    if len(warnings) > 20:
+        err_console.print(f"[yellow]warning[/] ... and {len(warnings) - 20} more (MANIFEST.json counts them)")
+    table = Table(title=f"release {summary.version}: {summary.path}" + (" (unchanged)" if summary.unchanged else ""))
+    for column in ("task", "couple", "family", "all"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for task, counts in summary.instances.items():
+        table.add_row(task, *(str(counts[k]) for k in ("couple", "family", "all")))
+    console.print(table)
+
+
+@click.command()
+@click.argument("release", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def verify(release: Path, as_json: bool) -> None:
+    """Recompute every hash in RELEASE/MANIFEST.json; report changed, missing and extra files (exit 1 if any)."""
+    from pipeline.tasks.verify import verify_release
+
+    report = verify_release(release)
+    if as_json:
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+    else:
+        for change in report.changed:
+            console.print(f"[red]changed[/] {change.path}: {change.problem}", highlight=False)
+        for path in report.missing:
+            console.print(f"[red]missing[/] {path}", highlight=False)
+        for path in report.extra:
+            console.print(f"[red]extra[/]   {path}", highlight=False)
+        verdict = "intact" if report.ok else "NOT intact"
+        console.print(f"{release}: {report.checked} files listed, {verdict}", highlight=False)
+    if not report.ok:
+        sys.exit(1)
+
+
+def _print_problems(problems: dict) -> None:
+    counts = problems["counts"]
+    details = {"unreadable_lines": lambda p: f"line {p['line']}: {p['problem']}",
+               "unknown_ids": lambda p: f"line {p['line']}: unknown id {p['id']}",
+               "duplicate_ids": lambda p: f"line {p['line']}: {p['id']} repeats line {p['first_line']}",
+               "invalid": lambda p: f"line {p['line']} {p['id']}: {'; '.join(p['problems'])}",
+               "missing_ids": lambda p: f"no prediction for {p}"}
+    for key, show in details.items():
+        for item in problems[key][:5]:
+            err_console.print(f"[yellow]{key}[/] {show(item)}", highlight=False)
+        if len(problems[key]) > 5:
+            err_console.print(f"[yellow]{key}[/] ... {len(problems[key]) - 5} more (see --json-out)")
+    summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+    err_console.print(f"predictions: {summary}; missing, repeated and unusable ones count as wrong", highlight=False)
+
+
+@click.command()
+@click.option("--task", required=True, type=TASK_CHOICE, help="Which task the predictions answer.")
+@click.option("--predictions", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="JSONL: one object per instance with `id` and the task's answer fields (docs/tasks.md).")
+@click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Release folder (default: the only one under build/release/).")
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the full report (scores, every problem) as JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON instead of a table.")
+@click.option("--no-similarity", is_flag=True, help="ER/VP: skip the MiniLM text similarity.")
+@click.pass_context
+def evaluate(ctx: click.Context, task: str, predictions: Path, release: Path | None, json_out: Path | None,
+             as_json: bool, no_similarity: bool) -> None:
+    """Score predictions for one task, per scenario and overall; report malformed predictions precisely."""
+    from pipeline.store import write_text_atomic
+    from pipeline.tasks.evaluate import evaluate as run_evaluate
+    from pipeline.tasks.evaluate import score_table
+
+    folder = _release_dir(_project(ctx), release)
+    report = run_evaluate(folder, task, predictions, text_similarity=not no_similarity)
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if json_out:
+        write_text_atomic(json_out, text)
+    if as_json:
+        click.echo(text, nl=False)
+        return
+    _print_problems(report["problems"])
+    header, rows = score_table(report)
+    table = Table(title=f"{task.upper()} on {folder}")
+    for column in header:
+        table.add_column(column, justify="left" if column == "scope" else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    if "text_similarity" in report:
+        console.print(f"note: {report['text_similarity']}", highlight=False)
+
+
+@click.command("compare-released")
+@click.option("--task", required=True, type=click.Choice(["er", "vp"]), help="The published task file's task.")
+@click.argument("published", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Release folder (default: the only one under build/release/).")
+@click.option("--json", "as_json", is_flag=True, help="Print the full comparison as JSON.")
+@click.pass_context
+def compare_released(ctx: click.Context, task: str, published: Path, release: Path | None, as_json: bool) -> None:
+    """Compare rebuilt ER/VP instances with the published er.jsonl / vp.jsonl (exit 1 if they differ)."""
+    from pipeline.tasks.compare import compare_released as run_compare
+
+    report = run_compare(_release_dir(_project(ctx), release), task, published)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for difference in report["differences"][:10]:
+            console.print(f"[yellow]differs[/] {difference['id']}: {', '.join(difference['fields'])}", highlight=False)
+        console.print(", ".join(f"{v} {k}" for k, v in report["counts"].items()), highlight=False)
+    counts = report["counts"]
+    if counts["only_rebuilt"] or counts["only_published"] or report["differences"]:
+        sys.exit(1)

@@ -1,0 +1,148 @@
+"""`rescue evaluate`: score a predictions file against a frozen release, per scenario and overall.
+
+Metrics (spec section 4): ITP precision/recall/F1 of "yes" plus accuracy and balanced accuracy; RPP
+accuracy (= recall@1), recall@2/3, MRR and top-1 macro-F1 over all labels; STP/SSP recall@1/2/3 and MRR;
+ER the intensity score max(1, 5 - |pred - gold|). ER/VP text is compared with the offline MiniLM model
+(cosine similarity of sentence embeddings): the paper's LLM judge and BERTScore need services that are
+not reachable here, so these numbers are not the paper's and are labelled as such.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import RescueError
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, mean, rank_metrics
+from pipeline.tasks.predictions import check_predictions
+from pipeline.tasks.release import MANIFEST, file_entry
+from pipeline.tasks.stats import SCENARIOS
+
+SIMILARITY_NOTE = ("text similarity = cosine of all-MiniLM-L6-v2 sentence embeddings (offline); the paper used an "
+                   "LLM judge (1-5) and BERTScore, which are not reproduced here")
+
+
+def load_task_files(release: Path, task: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Model-facing and gold records of one task, after checking both files against MANIFEST.json."""
+    if task not in TASKS:
+        raise RescueError(f"unknown task {task!r}", f"use one of {', '.join(TASKS)}")
+    try:
+        listed = {e["path"]: e for e in json.loads((release / MANIFEST).read_text(encoding="utf-8"))["files"]}
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
+                          "pass --release build/release/<version> (made by `rescue freeze`)") from exc
+    records = []
+    for path in (f"tasks/{task}.jsonl", f"gold/{task}.jsonl"):
+        try:
+            data = (release / path).read_bytes()
+        except FileNotFoundError as exc:
+            raise RescueError(f"{release / path} is missing", f"run `rescue verify {release}`") from exc
+        if path not in listed or file_entry(path, data)["sha256"] != listed[path]["sha256"]:
+            raise RescueError(f"{release / path} differs from the release manifest",
+                              f"run `rescue verify {release}` and restore the published file")
+        records.append([json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()])
+    return records[0], records[1]
+
+
+def _similarities(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, dict]) -> dict[str, float]:
+    from pipeline import text_similarity
+
+    if task == "er":
+        pairs = [(usable.get(i, {}).get("emotion", ""), gold[i]["gold"]["internal_emotion"]) for i in ids]
+        return dict(zip(ids, text_similarity.pairwise_similarity([p for p, _ in pairs], [g for _, g in pairs])))
+    texts = sorted({v["viewpoint"] for i in ids for v in gold[i]["gold"]["viewpoints"]}
+                   | {v["viewpoint"] for i in ids for v in usable.get(i, {}).get("viewpoints", [])})
+    vectors = dict(zip(texts, text_similarity.embed(texts))) if texts else {}
+    result = {}
+    for i in ids:
+        predicted = [vectors[v["viewpoint"]] for v in usable.get(i, {}).get("viewpoints", [])]
+        best = [float(text_similarity.cosine(vectors[g["viewpoint"]], predicted).max()) if predicted else 0.0
+                for g in gold[i]["gold"]["viewpoints"]]
+        result[i] = sum(best) / len(best) if best else 0.0
+    return result
+
+
+def _score(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, dict], inputs: dict[str, dict],
+           similarity: dict[str, float] | None) -> dict[str, Any]:
+    scores: dict[str, Any] = {"instances": len(ids)}
+    if task == "itp":
+        scores.update(binary_metrics([gold[i]["gold"]["should_speak"] for i in ids],
+                                     [usable.get(i, {}).get("should_speak") for i in ids]))
+    elif task in {"rpp", "stp", "ssp"}:
+        key = {"rpp": "relation_label", "stp": "target_label", "ssp": "strategy_label"}[task]
+        ranks = [rank_metrics(gold[i]["gold"][key], usable.get(i, {}).get("ranking", [])) for i in ids]
+        for name in ("recall_at_1", "recall_at_2", "recall_at_3", "mrr"):
+            scores[name] = mean([r[name] for r in ranks])
+        if task == "rpp":
+            scores["accuracy"] = scores["recall_at_1"]
+            labels = list(dict.fromkeys(label for i in ids for label in inputs[i]["candidate_relation_labels"]))
+            top1 = [(usable.get(i, {}).get("ranking") or [None])[0] for i in ids]
+            scores.update(macro_f1([gold[i]["gold"][key] for i in ids], top1, labels))
+    elif task == "er":
+        predicted = [usable.get(i, {}).get("intensity") for i in ids]
+        golds = [gold[i]["gold"]["intensity"] for i in ids]
+        scores["intensity_score"] = mean([intensity_score(p, g) for p, g in zip(predicted, golds)])
+        scores["intensity_exact"] = mean([float(p == g) for p, g in zip(predicted, golds)])
+    else:
+        recalls = []
+        for i in ids:
+            wanted = {(v["source"], v["target"]) for v in gold[i]["gold"]["viewpoints"]}
+            found = {(v["source"], v["target"]) for v in usable.get(i, {}).get("viewpoints", [])}
+            recalls.append(len(wanted & found) / len(wanted))
+        scores["source_target_recall"] = mean(recalls)
+    if similarity is not None:
+        name = "emotion_similarity" if task == "er" else "viewpoint_similarity"
+        scores[name] = mean([similarity[i] for i in ids])
+    return scores
+
+
+def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bool = True) -> dict[str, Any]:
+    """Scores per scenario and overall, plus a precise account of every problem in the predictions."""
+    inputs_list, gold_list = load_task_files(release, task)
+    inputs = {r["id"]: r for r in inputs_list}
+    gold = {r["id"]: r for r in gold_list}
+    check = check_predictions(task, predictions, inputs)
+    ids = list(inputs)
+    similarity = _similarities(task, ids, check.usable, gold) if task in {"er", "vp"} and text_similarity else None
+    scopes: dict[str, Any] = {"overall": _score(task, ids, check.usable, gold, inputs, similarity)}
+    for scenario in SCENARIOS:
+        chosen = [i for i in ids if gold[i]["scenario"] == scenario]
+        if chosen:
+            scopes[scenario] = _score(task, chosen, check.usable, gold, inputs, similarity)
+    report: dict[str, Any] = {"task": task, "release": str(release), "predictions": str(predictions),
+                              "scores": scopes, "problems": check.summary(),
+                              "scoring": "missing, repeated and unusable predictions count as wrong"}
+    if task in {"er", "vp"}:
+        report["text_similarity"] = SIMILARITY_NOTE if text_similarity else "not computed (--no-similarity)"
+        if text_similarity:
+            from pipeline.text_similarity import model_info
+
+            report["similarity_model"] = model_info()
+    return report
+
+
+HEADLINE = {
+    "itp": ("precision", "recall", "f1", "accuracy", "balanced_accuracy"),
+    "rpp": ("accuracy", "recall_at_2", "recall_at_3", "mrr", "macro_f1"),
+    "stp": ("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
+    "ssp": ("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
+    "er": ("intensity_score", "intensity_exact", "emotion_similarity"),
+    "vp": ("source_target_recall", "viewpoint_similarity"),
+}
+
+
+SHORT = {"precision": "P(yes)", "recall": "R(yes)", "f1": "F1(yes)", "accuracy": "acc", "balanced_accuracy": "bal.acc",
+         "recall_at_1": "R@1", "recall_at_2": "R@2", "recall_at_3": "R@3", "mrr": "MRR", "macro_f1": "macro-F1",
+         "intensity_score": "S_int", "intensity_exact": "exact int.", "emotion_similarity": "text sim.",
+         "source_target_recall": "src-tgt recall", "viewpoint_similarity": "text sim."}
+
+
+def score_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Header (short metric names) and rows, one per scope, of the headline metrics for a terminal table."""
+    columns = [c for c in HEADLINE[report["task"]] if c in report["scores"]["overall"]]
+    header = ["scope", "n", *(SHORT[c] for c in columns)]
+    rows = [[scope, str(values["instances"]), *(f"{values[c]:.4f}" for c in columns)]
+            for scope, values in report["scores"].items()]
+    return header, rows

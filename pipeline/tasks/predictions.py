@@ -1,0 +1,151 @@
+"""Reading a predictions file (JSONL, one object per instance with its `id`) and checking it against
+the release: every unreadable line, unknown id, repeated id, invalid value and missing instance is
+reported by line and id. Nothing is skipped silently: missing and repeated instances score as wrong."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.errors import RescueError
+from pipeline.tasks.context import clean, parse_intensity
+
+YES = {"yes", "y", "true", "1", "speak", "should_speak"}
+NO = {"no", "n", "false", "0", "listen", "keep_listening", "do_not_speak"}
+RANKING_FIELD = {"rpp": "relation_top3", "stp": "target_top3", "ssp": "strategy_top3"}
+CANDIDATES_FIELD = {"rpp": "candidate_relation_labels", "stp": "candidate_target_labels",
+                    "ssp": "candidate_strategy_labels"}
+PREDICTION_FIELDS = {
+    "er": "predicted_internal_emotion (text) and predicted_intensity_score (0-10)",
+    "vp": "predicted_viewpoints (list of {source, target, viewpoint})",
+    "rpp": "relation_top3 (up to 3 labels from candidate_relation_labels, best first)",
+    "itp": "should_speak (\"yes\" or \"no\")",
+    "stp": "target_top3 (up to 3 labels from candidate_target_labels, best first)",
+    "ssp": "strategy_top3 (up to 3 labels from candidate_strategy_labels, best first)",
+}
+
+
+@dataclass
+class PredictionCheck:
+    """What was usable and what was wrong with a predictions file (ids and line numbers, 1-based)."""
+
+    usable: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unreadable: list[dict[str, Any]] = field(default_factory=list)
+    unknown_ids: list[dict[str, Any]] = field(default_factory=list)
+    duplicate_ids: list[dict[str, Any]] = field(default_factory=list)
+    invalid: list[dict[str, Any]] = field(default_factory=list)
+    missing_ids: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "counts": {"usable": len(self.usable), "unreadable_lines": len(self.unreadable),
+                       "unknown_ids": len(self.unknown_ids), "duplicate_ids": len(self.duplicate_ids),
+                       "invalid": len(self.invalid), "missing": len(self.missing_ids)},
+            "unreadable_lines": self.unreadable, "unknown_ids": self.unknown_ids,
+            "duplicate_ids": self.duplicate_ids, "invalid": self.invalid, "missing_ids": self.missing_ids,
+        }
+
+
+def normalise_should_speak(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = clean(value).lower()
+    return "yes" if text in YES else "no" if text in NO else None
+
+
+def parse_prediction(task: str, record: dict[str, Any], instance: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The usable part of one prediction and the problems found (empty if all was fine)."""
+    problems: list[str] = []
+    if task == "itp":
+        answer = normalise_should_speak(record.get("should_speak"))
+        if answer is None:
+            problems.append(f"should_speak {record.get('should_speak')!r} is not yes or no")
+        return {"should_speak": answer}, problems
+    if task in RANKING_FIELD:
+        name, allowed = RANKING_FIELD[task], instance[CANDIDATES_FIELD[task]]
+        values = record.get(name)
+        if isinstance(values, str):
+            values = [values]
+        if not isinstance(values, list) or not values:
+            return {"ranking": []}, [f"{name} must be a non-empty list of labels"]
+        # An invalid or repeated label keeps its rank as a miss: dropping it would move later labels up.
+        ranking: list[str | None] = []
+        for value in values[:3]:
+            label = clean(value)
+            if label not in allowed:
+                problems.append(f"{name}: {value!r} is not one of {allowed}")
+                ranking.append(None)
+            elif label in ranking:
+                problems.append(f"{name}: {label!r} is listed twice")
+                ranking.append(None)
+            else:
+                ranking.append(label)
+        return {"ranking": ranking}, problems
+    if task == "er":
+        text = record.get("predicted_internal_emotion")
+        if not isinstance(text, str) or not text.strip():
+            problems.append("predicted_internal_emotion must be a non-empty text")
+        intensity = parse_intensity(record.get("predicted_intensity_score"))
+        if intensity is None:
+            problems.append(f"predicted_intensity_score {record.get('predicted_intensity_score')!r} is not 0-10")
+        return {"emotion": text.strip() if isinstance(text, str) else "", "intensity": intensity}, problems
+    views = record.get("predicted_viewpoints")
+    if isinstance(views, dict):
+        views = [views]
+    usable = []
+    if not isinstance(views, list):
+        return {"viewpoints": []}, ["predicted_viewpoints must be a list of {source, target, viewpoint}"]
+    for n, item in enumerate(views):
+        if not isinstance(item, dict) or not clean(item.get("target")) or not clean(item.get("viewpoint")):
+            problems.append(f"predicted_viewpoints[{n}] needs a target and a viewpoint")
+            continue
+        usable.append({"source": clean(item.get("source")) or instance["speaker"], "target": clean(item["target"]),
+                       "viewpoint": clean(item["viewpoint"])})
+    return {"viewpoints": usable}, problems
+
+
+def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]]) -> PredictionCheck:
+    """`instances`: id -> model-facing record of the release's task file, in file order."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise RescueError(f"predictions file {path} not found", "pass the JSONL file your model wrote") from exc
+    except UnicodeDecodeError as exc:
+        raise RescueError(f"predictions file {path} is not UTF-8 text", "write it as UTF-8 JSONL") from exc
+    check = PredictionCheck()
+    first_line: dict[str, int] = {}
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            check.unreadable.append({"line": number, "problem": f"not JSON ({exc.msg})"})
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+            check.unreadable.append({"line": number, "problem": "not an object with a string `id`"})
+            continue
+        pid = record["id"]
+        if pid not in instances:
+            check.unknown_ids.append({"line": number, "id": pid})
+            continue
+        if pid in first_line:
+            check.duplicate_ids.append({"line": number, "id": pid, "first_line": first_line[pid]})
+            continue
+        first_line[pid] = number
+        usable, problems = parse_prediction(task, record, instances[pid])
+        if problems:
+            check.invalid.append({"line": number, "id": pid, "problems": problems})
+        check.usable[pid] = usable
+    repeated = {d["id"] for d in check.duplicate_ids}
+    for pid in repeated:  # two answers for one instance: neither is scored
+        check.usable.pop(pid, None)
+    check.missing_ids = [pid for pid in instances if pid not in first_line]
+    return check
+
+
+def ids_in_order(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {record["id"]: record for record in records}

@@ -1,0 +1,185 @@
+"""Release statistics, pure: the paper's Table 3, instance counts, label distributions and the
+relation-pattern transition matrix. Every float is rounded with `fixed` before it reaches a file."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Any
+
+from pipeline.schema import AnnotationSchema
+from pipeline.tasks.build import TaskBuild
+from pipeline.tasks.context import SessionView, clean
+from pipeline.tasks.instances import TASKS, TaskInstance
+from pipeline.tasks.jsonio import fixed
+
+SCENARIOS = ("couple", "family")
+TABLE3_ROWS = (
+    ("samples", "Samples"),
+    ("total_minutes", "Total duration (min)"),
+    ("total_rows", "Total turns (rows)"),
+    ("avg_minutes", "Avg duration / sample (min)"),
+    ("avg_rows", "Avg turns / sample"),
+    ("avg_speakers", "Avg speakers / sample"),
+    ("therapist_share", "Therapist turn share"),
+)
+
+
+def _table3_column(views: Sequence[SessionView]) -> dict[str, float | int]:
+    samples = len(views)
+    # The benchmark file has no duration field: a session lasts until its last row ends (spec section 1).
+    minutes = sum(max((r.end_time for r in v.rows), default=0.0) for v in views) / 60
+    rows = sum(len(v.rows) for v in views)
+    speakers = sum(len({clean(r.primary_speaker) for r in v.rows} - v.all_group_labels - {""}) for v in views)
+    therapist_rows = sum(1 for v in views for r in v.rows if v.is_therapist(r))
+    return {
+        "samples": samples,
+        "total_minutes": fixed(minutes, 1),
+        "total_rows": rows,
+        "avg_minutes": fixed(minutes / samples, 2) if samples else 0.0,
+        "avg_rows": fixed(rows / samples, 2) if samples else 0.0,
+        "avg_speakers": fixed(speakers / samples, 2) if samples else 0.0,
+        "therapist_share": fixed(therapist_rows / rows, 3) if rows else 0.0,
+    }
+
+
+def table3(views: Sequence[SessionView]) -> dict[str, dict[str, float | int]]:
+    """Per scenario and overall: sessions, minutes, rows, averages, speakers, therapist share."""
+    columns = {s: _table3_column([v for v in views if v.scenario == s]) for s in SCENARIOS}
+    columns["all"] = _table3_column(views)
+    return columns
+
+
+def instance_counts(build: TaskBuild) -> dict[str, dict[str, int]]:
+    """Instances and covered samples per task and scenario."""
+    counts: dict[str, dict[str, int]] = {}
+    for task in TASKS:
+        items = build.instances[task]
+        entry: dict[str, int] = {}
+        for scenario in SCENARIOS:
+            chosen = [i for i in items if i.scenario == scenario]
+            entry[scenario] = len(chosen)
+            entry[f"{scenario}_samples"] = len({i.sample_id for i in chosen})
+        entry["all"] = len(items)
+        counts[task] = entry
+    return counts
+
+
+def _distribution_key(instance: TaskInstance, group_labels: frozenset[str]) -> str:
+    task, gold = instance.task, instance.gold
+    if task == "er":
+        return str(gold["intensity"])
+    if task == "vp":
+        n = len(gold["viewpoints"])
+        return str(n) if n < 3 else "3+"
+    if task == "rpp":
+        return gold["relation_label"]
+    if task == "itp":
+        return gold["should_speak"]
+    if task == "stp":
+        label = gold["target_label"]
+        return "group label" if label in group_labels else ("subgroup" if "+" in label else "one person")
+    return gold["strategy_label"]
+
+
+def label_orders(schema: AnnotationSchema) -> dict[str, dict[str, list[str]]]:
+    """The category order of each task's distribution, per scenario (label sets from the schema)."""
+    orders: dict[str, dict[str, list[str]]] = {}
+    for scenario in SCENARIOS:
+        for task, order in {
+            "er": [str(i) for i in range(11)], "vp": ["1", "2", "3+"],
+            "rpp": list(schema.labels("relation_pattern", scenario)), "itp": ["yes", "no"],
+            "stp": ["one person", "subgroup", "group label"], "ssp": list(schema.labels("support_strategy", scenario)),
+        }.items():
+            orders.setdefault(task, {})[scenario] = order
+    return orders
+
+
+def label_distributions(build: TaskBuild) -> dict[str, dict[str, dict[str, int]]]:
+    """Gold label counts per task and scenario, in label-set order (labels outside it come last, sorted)."""
+    group_labels = frozenset(build.schema.group_labels.values())
+    orders = label_orders(build.schema)
+    result: dict[str, dict[str, dict[str, int]]] = {}
+    for task in TASKS:
+        result[task] = {}
+        for scenario in SCENARIOS:
+            counts = Counter(_distribution_key(i, group_labels)
+                             for i in build.instances[task] if i.scenario == scenario)
+            order = orders[task][scenario]
+            keys = [k for k in order if k in counts or task != "stp"] + sorted(set(counts) - set(order))
+            result[task][scenario] = {k: counts.get(k, 0) for k in keys}
+    return result
+
+
+def transitions(build: TaskBuild) -> dict[str, dict[str, Any]]:
+    """Relation-pattern transitions between consecutive RPP gold labels of a session, per scenario.
+
+    Self-transitions are excluded; each row is normalised to sum 1 (a label never left gives a zero row).
+    """
+    orders = label_orders(build.schema)["rpp"]
+    by_sample: dict[str, list[TaskInstance]] = {}
+    for instance in build.instances["rpp"]:
+        by_sample.setdefault(instance.sample_id, []).append(instance)
+    result: dict[str, dict[str, Any]] = {}
+    for scenario in SCENARIOS:
+        labels = list(orders[scenario])
+        counts = Counter()
+        for items in by_sample.values():
+            if items[0].scenario != scenario:
+                continue
+            sequence = [i.gold["relation_label"] for i in sorted(items, key=lambda i: i.row_index)]
+            counts.update((a, b) for a, b in pairwise(sequence) if a != b)
+        extra = sorted({x for pair in counts for x in pair} - set(labels))
+        labels += extra
+        matrix = [[counts[(a, b)] for b in labels] for a in labels]
+        normalised = [[fixed(c / sum(r), 4) if sum(r) else 0.0 for c in r] for r in matrix]
+        result[scenario] = {"labels": labels, "counts": matrix, "row_normalised": normalised}
+    return result
+
+
+def statistics(build: TaskBuild) -> dict[str, Any]:
+    return {"table3": table3(build.views), "instances": instance_counts(build),
+            "label_distributions": label_distributions(build), "relation_transitions": transitions(build),
+            "dropped": build.dropped}
+
+
+def _cell(key: str, value: float | int) -> str:
+    if key == "therapist_share":
+        return f"{value * 100:.1f}%"
+    if key == "total_minutes":
+        return f"{value:,.1f}"
+    return f"{value:,}" if isinstance(value, int) else f"{value:.2f}"
+
+
+def table3_markdown(table: dict[str, dict[str, float | int]]) -> str:
+    lines = ["| Statistic | Couple | Family | All |", "|---|---:|---:|---:|"]
+    for key, title in TABLE3_ROWS:
+        lines.append(f"| {title} | " + " | ".join(_cell(key, table[s][key]) for s in (*SCENARIOS, "all")) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table3_csv(table: dict[str, dict[str, float | int]]) -> str:
+    lines = ["statistic,couple,family,all"]
+    for key, _title in TABLE3_ROWS:
+        lines.append(",".join([key, *(repr(table[s][key]) for s in (*SCENARIOS, "all"))]))
+    return "\n".join(lines) + "\n"
+
+
+def instances_markdown(counts: dict[str, dict[str, int]]) -> str:
+    from pipeline.tasks.instances import TASK_TITLES
+
+    lines = ["| Task | Couple inst. | Family inst. | All | Samples C / F |", "|---|---:|---:|---:|---:|"]
+    for task in TASKS:
+        c = counts[task]
+        lines.append(f"| {task.upper()} ({TASK_TITLES[task]}) | {c['couple']:,} | {c['family']:,} | {c['all']:,} | "
+                     f"{c['couple_samples']} / {c['family_samples']} |")
+    return "\n".join(lines) + "\n"
+
+
+def instances_csv(counts: dict[str, dict[str, int]]) -> str:
+    lines = ["task,couple,family,all,couple_samples,family_samples"]
+    for task in TASKS:
+        c = counts[task]
+        lines.append(f"{task},{c['couple']},{c['family']},{c['all']},{c['couple_samples']},{c['family_samples']}")
+    return "\n".join(lines) + "\n"

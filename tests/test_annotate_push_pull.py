@@ -1,0 +1,319 @@
+"""Push and pull against a real Label Studio server: idempotent push, crash recovery, several annotators,
+round trip of every schema field, latest-save-wins, quarantine, immutable snapshots, bad exports."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from pipeline.annotate import server
+from pipeline.annotate.accounts import add_annotators, annotator_password
+from pipeline.annotate.labelstudio import Client, Connection, login_token
+from pipeline.annotate.pull import ANNOTATIONS_FILE, QUARANTINE_FILE, pull_annotations, snapshot_from_exports
+from pipeline.annotate.push import project_title, push_rows
+from pipeline.annotate.results import encode
+from pipeline.errors import RescueError
+from pipeline.records import Annotation, TranscriptRow
+from pipeline.schema import AnnotationSchema, load_schema
+from pipeline.store import read_jsonl
+from pipeline.transcripts import rows_path, write_rows
+from tests.annotate_values import COUPLE_ENTITIES, client_values, therapist_values
+from tests.conftest import tree_digest
+from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.labelstudio_fixtures import SETTINGS, LiveServer, add_catalog_copy, write_truth_rows
+
+MAYA = "sample/maya_and_daniel"
+
+
+@pytest.fixture(scope="module")
+def schema(ls_server: LiveServer) -> AnnotationSchema:
+    return load_schema(ls_server.project.schemas / "rescue-v1.yaml")
+
+
+@pytest.fixture(scope="module")
+def pushed(ls_server: LiveServer) -> dict[str, list[TranscriptRow]]:
+    """The couple sample pushed (its rows made from the ground truth); other tests add to it."""
+    rows = write_truth_rows(ls_server.project, MAYA)
+    push_rows(ls_server.project, ls_server.connection, settings=SETTINGS)
+    return {MAYA: rows}
+
+
+def task_ids(live: LiveServer, scenario: str, schema: AnnotationSchema) -> dict[str, int]:
+    client = live.client
+    info = client.find_project(project_title(schema, scenario))
+    assert info is not None
+    keys = client.task_keys(info.id)
+    assert all(len(ids) == 1 for ids in keys.values()), "duplicate tasks"
+    return {row_id: ids[0] for row_id, ids in keys.items()}
+
+
+def test_push_is_idempotent_and_imports_only_new_rows(ls_server: LiveServer, schema: AnnotationSchema,
+                                                      pushed: dict[str, list[TranscriptRow]]) -> None:
+    project, client = ls_server.project, ls_server.client
+    rows = pushed[MAYA]
+    couple = client.find_project(project_title(schema, "couple"))
+    assert couple is not None and couple.task_number == len(rows) == 23
+    assert couple.maximum_annotations == 3 and couple.model_version == "transcript"
+    assert client.find_project(project_title(schema, "family")) is None  # no family rows yet
+    ids = task_ids(ls_server, "couple", schema)
+    assert set(ids) == {row.row_id for row in rows}
+    detail = client.task_detail(ids[rows[1].row_id])
+    assert detail["overlap"] == 3  # three annotators receive each task
+    draft = {r["from_name"]: r["value"] for r in detail["predictions"][0]["result"]}
+    assert draft == {"primary_speaker": {"choices": ["Maya"]}, "target": {"choices": ["Therapist"]},
+                     "dialogue_cleaned": {"text": [rows[1].text]}}
+
+    again = push_rows(project, ls_server.connection, settings=SETTINGS)
+    assert [(s.scenario, s.imported, s.already_present, s.duplicates) for s in again.scenarios] == [
+        ("couple", 0, 23, 0)]
+    assert again.sessions_without_rows == ("sample/linda_mark_and_zoe",)
+
+    add_catalog_copy(project, MAYA, "extra/maya_again")
+    extra = write_truth_rows(project, MAYA, as_session="extra/maya_again")
+    family = write_truth_rows(project, "sample/linda_mark_and_zoe")
+    pushed["extra/maya_again"], pushed["sample/linda_mark_and_zoe"] = extra, family
+    more = push_rows(project, ls_server.connection, settings=SETTINGS)
+    assert [(s.scenario, s.imported, s.already_present) for s in more.scenarios] == [
+        ("couple", 23, 23), ("family", 24, 0)]
+    assert set(task_ids(ls_server, "couple", schema)) == {r.row_id for r in rows + extra}
+    family_task = client.task_detail(task_ids(ls_server, "family", schema)[family[0].row_id])
+    assert [o["value"] for o in family_task["data"]["entities"]] == ["Linda", "Mark", "Zoe", "Therapist", "Family"]
+
+
+def test_the_local_copy_of_the_task_list_counts_only_while_the_server_matches_it(
+        ls_server: LiveServer, schema: AnnotationSchema, pushed: dict[str, list[TranscriptRow]]) -> None:
+    project, client = ls_server.project, ls_server.client
+    idle = push_rows(project, ls_server.connection, settings=SETTINGS)
+    assert [(s.imported, s.listed) for s in idle.scenarios] == [(0, False), (0, False)]
+    victim = pushed[MAYA][5]
+    client.delete_task(task_ids(ls_server, "couple", schema)[victim.row_id])  # by hand, behind push's back
+    after = push_rows(project, ls_server.connection, settings=SETTINGS)
+    couple = after.scenarios[0]
+    assert (couple.imported, couple.listed, couple.duplicates) == (1, True, 0)
+    assert victim.row_id in task_ids(ls_server, "couple", schema)
+    checked = push_rows(project, ls_server.connection, settings=SETTINGS, full_check=True)
+    assert [(s.imported, s.listed) for s in checked.scenarios] == [(0, True), (0, True)]
+
+
+def test_a_crash_in_the_middle_of_a_push_then_a_re_push_leaves_no_duplicate_and_no_gap(
+        ls_server: LiveServer, schema: AnnotationSchema, pushed: dict[str, list[TranscriptRow]]) -> None:
+    project = ls_server.project
+    new_rows: list[TranscriptRow] = []
+    for name in ("crash/one", "crash/two", "crash/three"):
+        add_catalog_copy(project, MAYA, name)
+        new_rows += write_truth_rows(project, MAYA, as_session=name)
+    before = set(task_ids(ls_server, "couple", schema))
+    small = SETTINGS.model_copy(update={"batch_size": 4})
+    batches: list[int] = []
+
+    def kill_during_the_next_batch(scenario: str, done: int, total: int) -> None:
+        batches.append(done)
+        if len(batches) == 4:  # three batches are in; SIGKILL the server while the fourth is on its way
+            threading.Timer(0.02, server.kill, args=(ls_server.paths,)).start()
+
+    with pytest.raises(RescueError, match="cannot reach Label Studio|refused"):
+        push_rows(project, ls_server.connection, settings=small, progress=kill_during_the_next_batch)
+    assert server.running(ls_server.paths) is None
+    ls_server.start()
+    partial = set(task_ids(ls_server, "couple", schema)) - before
+    assert 12 <= len(partial) < len(new_rows) and len(partial) % 4 == 0  # whole batches only
+    again = push_rows(project, ls_server.connection, settings=small)
+    couple = next(s for s in again.scenarios if s.scenario == "couple")
+    assert couple.imported == len(new_rows) - len(partial) and couple.duplicates == 0
+    assert set(task_ids(ls_server, "couple", schema)) == before | {r.row_id for r in new_rows}
+
+
+@pytest.fixture(scope="module")
+def annotators(ls_server: LiveServer, pushed: dict) -> dict[str, int]:
+    accounts = add_annotators(ls_server.project, ls_server.connection,
+                              ["ann@example.org", "bob@example.org", "cem@example.org"])
+    return {account.email: account.user_id for account in accounts}
+
+
+def _records(summary_folder: str, live: LiveServer) -> list[Annotation]:
+    return read_jsonl(live.project.root / summary_folder / ANNOTATIONS_FILE, Annotation)
+
+
+def test_each_annotator_gets_back_exactly_what_they_annotated_for_every_field(
+        ls_server: LiveServer, schema: AnnotationSchema, pushed: dict, annotators: dict[str, int]) -> None:
+    rows = pushed[MAYA]
+    ids = task_ids(ls_server, "couple", schema)
+    therapist_row, client_row = rows[0], rows[1]
+    assert (therapist_row.speaker, client_row.speaker) == ("Therapist", "Maya")
+    # ann annotates as herself, with her own token; bob and cem through the admin (completed_by)
+    ann = Client(Connection(ls_server.url, login_token(ls_server.url, "ann@example.org",
+                                                       annotator_password(ls_server.project, "ann@example.org")),
+                            "environment"))
+    bob_values = {**client_values(), "utterance_type": "defense", "tone_of_voice": "flat",
+                  "internal_emotion": [{"person": "Maya", "emotion_description": "feels unheard", "intensity": 9}]}
+    cem_values = {**therapist_values(), "relation_cycle_state": "", "support_strategy": []}
+    plan = [  # (annotator, row, values, who creates it)
+        ("ann@example.org", client_row, client_values(), None),
+        ("ann@example.org", therapist_row, therapist_values(), None),
+        ("bob@example.org", client_row, bob_values, annotators["bob@example.org"]),
+        ("cem@example.org", therapist_row, cem_values, annotators["cem@example.org"]),
+    ]
+    made: dict[tuple[str, str], int] = {}
+    for email, row, values, completed_by in plan:
+        result = encode(schema, values, COUPLE_ENTITIES)
+        creator = ann if completed_by is None else ls_server.client
+        made[(email, row.row_id)] = creator.create_annotation(ids[row.row_id], result, completed_by=completed_by)
+
+    summary = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
+    couple = next(s for s in summary.scenarios if s.scenario == "couple")
+    assert {"ann@example.org", "bob@example.org", "cem@example.org"} <= set(couple.annotators)
+    records = _records(summary.folder, ls_server)
+    covered: set[str] = set()
+    for email, row, values, _ in plan:
+        mine = [r for r in records if r.annotator == email and r.row_id == row.row_id]
+        expected = {**values, "start_time": row.start, "end_time": row.end}
+        assert {r.field: r.value for r in mine} == expected
+        for record in mine:
+            assert record == Annotation(
+                schema_version="rescue-v1", scenario="couple", session_id=MAYA, row_id=row.row_id,
+                row_index=row.row_index, annotator=email, field=record.field, value=expected[record.field],
+                task_id=ids[row.row_id], annotation_id=made[(email, row.row_id)], updated_at=record.updated_at,
+                snapshot=summary.snapshot)
+        covered |= {r.field for r in mine}
+    assert covered == {field.name for field in schema.fields}  # every field of the schema came back
+
+
+def test_when_a_user_saves_a_task_twice_the_latest_counts(ls_server: LiveServer, schema: AnnotationSchema,
+                                                          pushed: dict, annotators: dict[str, int]) -> None:
+    row = pushed[MAYA][2]  # Daniel
+    task = task_ids(ls_server, "couple", schema)[row.row_id]
+    values = {**client_values(), "primary_speaker": "Daniel", "target": ["Therapist"],
+              "viewpoints_attitudes": [], "utterance_type": "defense"}
+    bob = annotators["bob@example.org"]
+    first = ls_server.client.create_annotation(task, encode(schema, values, COUPLE_ENTITIES), completed_by=bob)
+    second = ls_server.client.create_annotation(
+        task, encode(schema, {**values, "utterance_type": "withdrawal"}, COUPLE_ENTITIES), completed_by=bob)
+    summary = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
+    couple = next(s for s in summary.scenarios if s.scenario == "couple")
+    mine = [r for r in _records(summary.folder, ls_server) if r.task_id == task]
+    assert {r.annotation_id for r in mine} == {second}
+    assert next(r.value for r in mine if r.field == "utterance_type") == "withdrawal"
+    assert couple.superseded >= 1
+    assert any(f"task {task}: bob@example.org saved annotation {first} and later {second}" in line
+               for line in couple.superseded_detail)
+
+
+def test_invalid_annotations_go_to_quarantine_with_task_annotator_and_reason(
+        ls_server: LiveServer, schema: AnnotationSchema, pushed: dict, annotators: dict[str, int]) -> None:
+    project, client = ls_server.project, ls_server.client
+    extra = pushed["extra/maya_again"]
+    ids = task_ids(ls_server, "couple", schema)
+    cem = annotators["cem@example.org"]
+    bad = {**client_values(), "utterance_type": "shouting",  # unknown label (the API stores it anyway)
+           "body_posture": [{"person": "Bob", "description": "slouching"}],  # not a person of the session
+           "support_strategy": [{"provider": "Therapist", "target": ["Maya"], "strategy_type": "track"}]}
+    del bad["tone_of_voice"]  # a required field left out
+    bad_task = ids[extra[1].row_id]
+    client.create_annotation(bad_task, encode(schema, bad, COUPLE_ENTITIES), completed_by=cem)
+    gone = extra[3]  # annotated, then the row disappears from the transcript (re-segmentation)
+    gone_task = ids[gone.row_id]
+    client.create_annotation(gone_task, encode(schema, {**client_values(), "primary_speaker": "Maya"},
+                                               COUPLE_ENTITIES), completed_by=cem)
+    write_rows(rows_path(project, "extra/maya_again"), [r for r in extra if r.row_id != gone.row_id])
+
+    summary = pull_annotations(project, ls_server.connection, settings=SETTINGS)
+    folder = project.root / summary.folder
+    lines = [json.loads(line) for line in (folder / QUARANTINE_FILE).read_text().splitlines()]
+    assert summary.quarantined == len(lines) > 0
+    found = {(q["task_id"], q["annotator"], q["field"]): q["reason"] for q in lines}
+    assert "unknown label 'shouting'" in found[(bad_task, "cem@example.org", "utterance_type")]
+    assert "names 'Bob', not a person of this session" in found[(bad_task, "cem@example.org", "body_posture")]
+    assert found[(bad_task, "cem@example.org", "tone_of_voice")] == "missing required field tone_of_voice"
+    assert "therapist rows only" in found[(bad_task, "cem@example.org", "support_strategy")]
+    assert "no longer exists" in found[(gone_task, "cem@example.org", None)]
+    kept = {r.field for r in _records(summary.folder, ls_server) if r.task_id == bad_task}
+    assert {"primary_speaker", "target", "internal_emotion"} <= kept  # the valid fields are not lost
+    assert not {"utterance_type", "body_posture", "tone_of_voice"} & kept
+    assert not [r for r in _records(summary.folder, ls_server) if r.task_id == gone_task]
+
+
+def test_snapshots_are_stored_verbatim_read_only_and_never_overwritten(ls_server: LiveServer, pushed: dict) -> None:
+    first = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
+    folder = ls_server.project.root / first.folder
+    digest = tree_digest(folder)
+    second = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
+    assert second.snapshot > first.snapshot and second.folder != first.folder
+    assert tree_digest(folder) == digest
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    exported = json.loads((folder / "exports" / "couple.json").read_text())
+    assert {t["id"] for t in exported} == set(task_ids(ls_server, "couple", load_schema(
+        ls_server.project.schemas / "rescue-v1.yaml")).values())
+    assert json.loads((folder / "summary.json").read_text())["snapshot"] == first.snapshot
+    for line in (folder / ANNOTATIONS_FILE).read_text().splitlines():  # pydantic's own JSON, byte for byte
+        assert Annotation.model_validate_json(line).model_dump_json() == line
+
+
+def test_an_export_in_an_unknown_schema_version_is_refused_but_kept(ls_server: LiveServer, schema: AnnotationSchema,
+                                                                    pushed: dict) -> None:
+    summary = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
+    tasks = json.loads((ls_server.project.root / summary.folder / "exports" / "couple.json").read_text())
+    assert any(t["annotations"] for t in tasks)
+    future = copy.deepcopy(tasks)
+    for task in future:
+        task["data"]["schema"] = "rescue-v9"
+    data = json.dumps(future).encode()
+    with pytest.raises(RescueError, match="schema version\\(s\\) 'rescue-v9'") as caught:
+        snapshot_from_exports(ls_server.project, {"couple": data}, {}, schema=schema, source="a stored file")
+    assert "known: rescue-v1" in caught.value.message and "annotation_schemas/" in caught.value.fix
+    kept = sorted((ls_server.project.build / "annotations").glob("*/exports/couple.json"))[-1]
+    assert kept.read_bytes() == data and not (kept.parent.parent / ANNOTATIONS_FILE).exists()
+
+
+def test_a_label_config_the_server_rejects_is_one_clear_error(ls_server: LiveServer, schema: AnnotationSchema,
+                                                              pushed: dict, annotators: dict[str, int]) -> None:
+    row = pushed[MAYA][3]
+    task = task_ids(ls_server, "couple", schema)[row.row_id]
+    ls_server.client.create_annotation(task, encode(schema, client_values(), COUPLE_ENTITIES),
+                                       completed_by=annotators["ann@example.org"])
+    without = AnnotationSchema.model_validate({**schema.model_dump(mode="json"), "fields": [
+        f.model_dump(mode="json") for f in schema.fields if f.name != "utterance_type"]})
+    with pytest.raises(RescueError, match="rejected the new label config of project 'RESCUE couple - rescue-v1'") as e:
+        push_rows(ls_server.project, ls_server.connection, settings=SETTINGS, schema=without)
+    assert "from_name=utterance_type" in e.value.message and "new version" in e.value.fix
+
+
+def test_pull_without_projects_says_push_first(ls_server: LiveServer, schema: AnnotationSchema) -> None:
+    other = AnnotationSchema.model_validate({**schema.model_dump(mode="json"), "version": "77"})
+    with pytest.raises(RescueError, match="has no project 'RESCUE couple - rescue-v77'") as caught:
+        pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS, schema=other)
+    assert "rescue push" in caught.value.fix
+
+
+def test_the_push_and_pull_commands(ls_server: LiveServer, pushed: dict) -> None:
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    runner = CliRunner()
+    result = runner.invoke(main, ["--root", str(ls_server.project.root), "push"])
+    assert result.exit_code == 0, result.stderr
+    assert "couple: 0 task(s) imported, " in result.stdout and "0 duplicate(s); overlap 3 annotators" in result.stdout
+    result = runner.invoke(main, ["--root", str(ls_server.project.root), "pull"])
+    assert result.exit_code == 0, result.stderr
+    snapshot = re.search(r"snapshot (\d{8}T\d{6}Z) -> (\S+)/", result.stdout)
+    assert snapshot and (ls_server.project.root / snapshot.group(2) / ANNOTATIONS_FILE).exists()
+    assert re.search(r"couple: \d+ tasks, \d+ annotations .* -> \d+ records, \d+ quarantined", result.stdout)
+    assert "quarantined: see build/annotations/" in result.stdout  # earlier tests left invalid annotations
+
+
+def test_nothing_leaks_the_admin_token(ls_server: LiveServer) -> None:
+    token = ls_server.admin()["token"]
+    for path in Path(ls_server.project.build).rglob("*"):
+        if path.is_relative_to(ls_server.paths.data) or path == ls_server.paths.admin:
+            continue  # the server's own database holds it, and the 0600 admin file
+        if path.is_file():
+            assert token.encode() not in path.read_bytes(), path
+    assert token not in repr(ls_server.connection)

@@ -1,0 +1,219 @@
+"""`rescue build` end to end on the two sample sessions (issue 6, part 6) and adding a session (part 8).
+
+Real components throughout: the sample sessions built once through the real speech stages
+(`built_samples`), a real Label Studio server that the build itself starts and stops (its database
+seeded from the tests' migrated template so the start takes seconds, not the ~70 s first migration),
+the stored sample annotation export of `pipeline/sample/annotations/`, the real agreement, gold and
+freeze code. The tests in this module run in order on one shared project: each builds on the state
+the previous one left, as a researcher's successive `rescue build` runs do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pipeline.agreement.gold import FieldProvenance
+from pipeline.annotate import server
+from pipeline.annotate.labelstudio import Client
+from pipeline.annotate.results import encode
+from pipeline.benchmark_format import BenchmarkSession
+from pipeline.cli import main
+from pipeline.project import Project
+from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
+from pipeline.sample.row_answers import reference_answers, sample_truth
+from pipeline.schema import load_schema
+from pipeline.store import read_jsonl
+from pipeline.tasks.instances import TASKS
+from pipeline.transcripts import read_rows
+from tests.conftest import tree_digest
+from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.labelstudio_fixtures import REPO, LiveServer
+from tests.speech_fixtures import COUPLE, FAMILY
+
+NEW_SESSION = "more/maya_and_daniel_again"
+RECORDING = json.loads((REPO / "pipeline" / "sample" / "annotations" / "recording.json").read_text())
+
+
+def seed_server(project: Project, template: Path) -> None:
+    """Start the project's embedded server from the migrated template database (as server.start(template=) does)."""
+    paths = server.ServerPaths.of(project)
+    paths.data.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template / server.DB_NAME, paths.database)
+    server.write_secret(paths.admin, server.read_secret(template / "admin.json"))
+
+
+def copy_project(built: Project, root: Path, template: Path) -> Project:
+    shutil.copytree(built.root, root, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(REPO / "annotation_schemas", root / "annotation_schemas")
+    project = Project(root.resolve())
+    seed_server(project, template)
+    return project
+
+
+@pytest.fixture(scope="module")
+def corpus(built_samples: Project, labelstudio_template: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Project]:
+    os.environ.pop("LABEL_STUDIO_URL", None)
+    os.environ.pop("LABEL_STUDIO_API_KEY", None)
+    project = copy_project(built_samples, tmp_path_factory.mktemp("corpus"), labelstudio_template)
+    try:
+        yield project
+    finally:
+        server.stop(server.ServerPaths.of(project))  # the build stops its own server; this is for failed tests
+
+
+def build(project: Project, *args: str) -> str:
+    result = CliRunner().invoke(main, ["--root", str(project.root), "build", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def instance_lines(release: Path) -> dict[tuple[str, str], str]:
+    """(file, instance id) -> the instance's JSON line, for every task and gold file of a release."""
+    found = {}
+    for kind in ("tasks", "gold"):
+        for task in TASKS:
+            for line in (release / kind / f"{task}.jsonl").read_text(encoding="utf-8").splitlines():
+                found[(f"{kind}/{task}", json.loads(line)["id"])] = line
+    return found
+
+
+def test_build_runs_the_whole_chain_and_freezes_a_verified_release(corpus: Project) -> None:
+    output = build(corpus)
+    stored = sum(s["annotations"] for s in RECORDING["sessions"].values())
+    assert "Nothing to do: all 2 session(s) are up to date." in output  # the per-session stages were built
+    for line in ("server: ran - embedded server", "push: ran - 45 task(s) imported (couple 22, family 23)",
+                 f"sample-annotations: ran - {stored} stored annotation(s) re-created on 2 sample session(s) "
+                 "(0 re-anchored, 0 rows not placed)", "pull: ran - snapshot", "agree: ran - 3 annotator(s), 45 row(s)",
+                 "sample-adjudications: ran", "adjudicate: ran", "gold: ran - 2 session(s), 45 row(s)",
+                 "freeze: ran - release v1: 2 session(s)", "agreement report: build/agreement/report.html",
+                 "release: build/release/v1/ (2 session(s)"):
+        assert line in output, line
+    assert server.running(server.ServerPaths.of(corpus)) is None  # the build stopped the server it started
+
+    release = corpus.build / "release" / "v1"
+    verified = CliRunner().invoke(main, ["verify", str(release)])
+    assert verified.exit_code == 0 and "intact" in verified.output, verified.output
+    manifest = json.loads((release / "MANIFEST.json").read_text())
+    for task in TASKS:
+        assert manifest["instances"][task]["all"] > 0, task
+        assert (release / "tasks" / f"{task}.jsonl").read_text().count("\n") == manifest["instances"][task]["all"]
+    (snapshot,) = [p.name for p in (corpus.build / "annotations").iterdir()]
+    assert manifest["provenance"]["annotation_snapshots"][0] == snapshot
+    assert {m["role"] for m in manifest["provenance"]["models"]} >= {"asr", "diarization", "speaker embedding"}
+
+    html = (corpus.build / "agreement" / "report.html").read_text()
+    assert "Krippendorff" in html and snapshot in html
+    report = json.loads((corpus.build / "agreement" / "report.json").read_text())
+    assert tuple(report["annotators"]) == ANNOTATORS
+
+    # Gold: settled by consensus or by the adjudicator, with provenance, and equal to the reference labels.
+    provenance = read_jsonl(corpus.build / "gold" / "provenance.jsonl", FieldProvenance)
+    adjudicated = [p for p in provenance if p.source == "adjudicated"]
+    assert adjudicated and {p.adjudicator for p in adjudicated} == {ADJUDICATOR}
+    assert all(len(p.agreeing) >= 2 for p in provenance if p.source == "consensus")
+    schema = load_schema(corpus.schemas / "rescue-v1.yaml")
+    gold = {s.sample_id: s for s in read_jsonl(corpus.build / "gold" / "benchmark.jsonl", BenchmarkSession)}
+    assert set(gold) == {COUPLE, FAMILY}
+    for session_id, session in gold.items():
+        rows = read_rows(corpus, session_id)
+        reference, _ = reference_answers(session_id, sample_truth(corpus, session_id), rows, schema)
+        for row, gold_row in zip(rows, session.rows, strict=True):
+            expected = reference[row.row_id]
+            for name in ("primary_speaker", "target", "utterance_type", "relation_cycle_state",
+                         "relation_cycle_evidence_rows", "dialogue_cleaned"):
+                if name in expected:
+                    assert getattr(gold_row, name) == expected[name], (session_id, row.row_index, name)
+
+
+def test_second_build_does_no_work_and_says_so(corpus: Project) -> None:
+    watched = ("release", "gold", "agreement", "annotations", "adjudication")
+    before = {name: tree_digest(corpus.build / name) for name in watched}
+    output = build(corpus)
+    assert "Nothing to do: all 2 session(s) are up to date." in output
+    assert "server: not needed - Label Studio's database is unchanged since the last build" in output
+    assert "Nothing to do: every corpus step is up to date." in output
+    assert "release: build/release/v1/" in output
+    assert {name: tree_digest(corpus.build / name) for name in watched} == before
+
+
+def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus: Project,
+                                                                          labelstudio_template: Path) -> None:
+    old_release = instance_lines(corpus.build / "release" / "v1")
+    folder = corpus.raw_video / "more"
+    folder.mkdir()
+    for suffix in (".mp4", ".srt"):
+        shutil.copyfile(corpus.raw_video / "sample" / f"maya_and_daniel{suffix}",
+                        folder / f"maya_and_daniel_again{suffix}")
+    added = CliRunner().invoke(main, [
+        "--root", str(corpus.root), "add-session", str(folder / "maya_and_daniel_again.mp4"), "--id", NEW_SESSION,
+        "--scenario", "couple", "-p", "Maya", "-p", "Daniel", "--subtitles", str(folder / "maya_and_daniel_again.srt")])
+    assert added.exit_code == 0, added.output
+
+    output = build(corpus)
+    for stage in ("ingest", "transcribe", "diarize", "rows"):
+        assert f"{stage}: 1 ran, 2 up to date, 0 failed" in output, stage
+    new_rows = read_rows(corpus, NEW_SESSION)
+    imported = len(new_rows)
+    assert f"push: ran - {imported} task(s) imported (couple {imported}, family 0), 45 already there" in output
+    assert f"{NEW_SESSION}: no annotations pulled yet" in output  # reported, and left out of the release
+    assert "freeze: up to date - release v1: 2 session(s)" in output
+
+    live = LiveServer(corpus, server.ServerPaths.of(corpus), labelstudio_template)
+    live.start()
+    try:
+        client = Client(live.connection)
+        info = client.find_project("RESCUE couple - rescue-v1")
+        assert info is not None
+        tasks = client.task_keys(info.id)
+        ids = {email: user_id for user_id, email in client.users().items()}
+        schema = load_schema(corpus.schemas / "rescue-v1.yaml")
+        entities = schema.entities("couple", ("Maya", "Daniel"))
+        answers, _ = reference_answers(NEW_SESSION, sample_truth(corpus, COUPLE), new_rows, schema, sample="couple")
+        assert set(answers) == {row.row_id for row in new_rows}
+        for row_id, values in answers.items():
+            for annotator in ANNOTATORS:
+                client.create_annotation(tasks[row_id][0], encode(schema, values, entities),
+                                         completed_by=ids[annotator])
+        output = build(corpus)
+    finally:
+        server.stop(live.paths)
+    assert "pull: ran - snapshot" in output and "gold: ran - 3 session(s)" in output
+    assert "freeze: ran - release v1: 3 session(s)" in output and "left out of the release" not in output
+    (superseded,) = (corpus.build / "release" / "superseded").iterdir()
+    assert f"the previous v1 was kept as build/release/superseded/{superseded.name}/" in output
+    assert instance_lines(superseded) == old_release  # the frozen release is kept as it was
+
+    release = corpus.build / "release" / "v1"
+    assert CliRunner().invoke(main, ["verify", str(release)]).exit_code == 0
+    new_release = instance_lines(release)
+    for key, line in old_release.items():
+        assert new_release.get(key) == line, key  # every instance of the previous release, unchanged
+    added_ids = {key for key, line in new_release.items() if json.loads(line)["sample_id"] == NEW_SESSION}
+    assert added_ids and {kind for kind, _ in added_ids} >= {"tasks/er", "tasks/itp"}
+    assert set(new_release) == set(old_release) | added_ids
+
+
+def test_no_annotation_stops_after_the_rows(corpus: Project) -> None:
+    output = build(corpus, "--no-annotation")
+    assert "corpus steps not run (--no-annotation)" in output and "push:" not in output
+
+
+def test_a_failing_step_stops_the_build_with_one_line_and_the_fix(corpus: Project,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LABEL_STUDIO_URL", "http://127.0.0.1:9")  # nothing listens on the discard port
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "not-a-real-token")
+    result = CliRunner().invoke(main, ["--root", str(corpus.root), "build"])
+    assert result.exit_code == 1
+    assert "error: rescue build, step push: cannot reach Label Studio at http://127.0.0.1:9" in result.output
+    assert "fix: check LABEL_STUDIO_URL" in result.output
+    assert "Traceback" not in result.output and "not-a-real-token" not in result.output
+    state = json.loads((corpus.build / "state" / "corpus" / "push.json").read_text())
+    assert state["status"] == "failed" and "cannot reach Label Studio" in state["error"]

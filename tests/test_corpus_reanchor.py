@@ -1,0 +1,123 @@
+"""Re-creating the stored sample annotations on rows that moved: a shifted row is re-anchored by time
+overlap (IoU >= 0.5), a row that is gone is reported with the reason, and a second apply (as after an
+interrupted one) creates nothing twice. Against a real Label Studio server and the real stored export."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.annotate import server
+from pipeline.annotate.pull import pull_annotations
+from pipeline.annotate.push import push_rows
+from pipeline.corpus.apply_stored import apply_stored_export
+from pipeline.corpus.labelstudio_steps import ServerSession, annotation_titles, fetch_exports
+from pipeline.corpus.stored import StoredAnnotation, StoredExport, StoredTask, anchor, load_stored, plan_apply
+from pipeline.project import Project
+from pipeline.records import Annotation, row_id_for
+from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
+from pipeline.schema import load_schema
+from pipeline.store import read_jsonl
+from pipeline.transcripts import read_rows, rows_path, write_rows
+from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer
+from tests.speech_fixtures import COUPLE, FAMILY
+
+
+def test_anchor_prefers_the_same_row_then_the_largest_overlap() -> None:
+    same, shifted, twin, gone = (row_id_for("s/a", 1.0, 5.0), row_id_for("s/a", 6.0, 10.0),
+                                 row_id_for("s/a", 7.0, 10.0), row_id_for("s/a", 20.0, 22.0))
+    current = [same, row_id_for("s/a", 6.3, 10.2), row_id_for("s/a", 21.5, 30.0), row_id_for("s/b", 20.0, 22.0)]
+    placements, problems = anchor([same, shifted, twin, gone], current)
+    assert [(p.stored_row, p.row_id) for p in placements] == [(same, same), (shifted, current[1])]
+    assert placements[1].iou == pytest.approx(3.7 / 4.2, abs=1e-3)
+    reasons = dict(problems)
+    assert set(reasons) == {twin, gone}  # the twin lost the row to the closer `shifted`; another session never counts
+    assert "no free row" in reasons[twin] and "IoU 0.05" in reasons[gone]
+
+
+def test_plan_skips_what_the_account_already_made() -> None:
+    row = row_id_for("s/a", 1.0, 5.0)
+    stored = StoredExport("couple", "annotation", (StoredTask("s/a", row, tuple(
+        StoredAnnotation(email, [], "2026-01-01", n) for n, email in enumerate(ANNOTATORS))),))
+    plan = plan_apply(stored, {"s/a"}, {row: 7}, held={(7, ANNOTATORS[0])})
+    assert [(task, email) for task, email, _ in plan.creates] == [(7, ANNOTATORS[1]), (7, ANNOTATORS[2])]
+    assert plan.already == 1
+
+
+@pytest.fixture(scope="module")
+def moved(built_samples: Project, labelstudio_template: Path, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[tuple[LiveServer, str, str, str]]:
+    """The built samples with the couple's row 3 shifted by 0.3 s and row 5 gone, and a running server."""
+    os.environ.pop("LABEL_STUDIO_URL", None)
+    os.environ.pop("LABEL_STUDIO_API_KEY", None)
+    root = tmp_path_factory.mktemp("reanchor").resolve()
+    shutil.copytree(built_samples.root, root, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(REPO / "annotation_schemas", root / "annotation_schemas")
+    project = Project(root)
+    rows = read_rows(project, COUPLE)
+    third, fifth = rows[2], rows[4]
+    shifted = third.model_copy(update={"start": third.start + 0.3, "end": third.end + 0.3,
+                                       "row_id": row_id_for(COUPLE, third.start + 0.3, third.end + 0.3)})
+    kept = [shifted if r is third else r for r in rows if r is not fifth]
+    write_rows(rows_path(project, COUPLE), [r.model_copy(update={"row_index": n}) for n, r in enumerate(kept, 1)])
+    live = LiveServer(project, server.ServerPaths.of(project), labelstudio_template)
+    try:
+        live.start()
+        yield live, third.row_id, shifted.row_id, fifth.row_id
+    finally:
+        server.stop(live.paths)
+
+
+def test_stored_annotations_follow_moved_rows_and_the_rest_is_reported(moved: tuple[LiveServer, str, str, str]
+                                                                       ) -> None:
+    live, old_third, new_third, gone = moved
+    project = live.project
+    schema = load_schema(project.schemas / "rescue-v1.yaml")
+    push_rows(project, live.connection, settings=SETTINGS, schema=schema)
+    session = ServerSession(live.connection, False, live.paths, "test server")
+    stored = load_stored("annotation")
+    catalog = {COUPLE, FAMILY}
+    summary = apply_stored_export(project, session, fetch_exports(session.client, annotation_titles(schema)), stored,
+                                  catalog, set(), kind="annotation")
+    total = sum(len(t.annotations) for export in stored.values() for t in export.tasks)
+    assert summary.sessions == (FAMILY, COUPLE) or set(summary.sessions) == catalog
+    assert [(p.stored_row, p.row_id) for p in summary.reanchored] == [(old_third, new_third)]
+    assert summary.reanchored[0].iou >= 0.5
+    assert [(u.stored_row, u.annotations) for u in summary.unplaced] == [(gone, len(ANNOTATORS))]
+    assert "IoU" in summary.unplaced[0].reason
+    assert summary.created == total - len(ANNOTATORS)
+
+    again = apply_stored_export(project, session, fetch_exports(session.client, annotation_titles(schema)), stored,
+                                catalog, {COUPLE, FAMILY}, kind="annotation")  # as after an interrupted apply
+    assert again.created == 0 and again.already == total - len(ANNOTATORS)
+
+    pulled = pull_annotations(project, live.connection, settings=SETTINGS, schema=schema)
+    assert pulled.quarantined == 0
+    records = read_jsonl(project.build / "annotations" / pulled.snapshot / "annotations.jsonl", Annotation)
+    on_third = {r.annotator for r in records if r.row_id == new_third}
+    assert on_third == set(ANNOTATORS)
+    assert not [r for r in records if r.row_id in {old_third, gone}]
+
+
+def test_stored_export_covers_every_sample_row_and_holds_no_secret() -> None:
+    folder = REPO / "pipeline" / "sample" / "annotations"
+    recording = json.loads((folder / "recording.json").read_text())
+    assert set(recording["users"].values()) == {*ANNOTATORS, ADJUDICATOR}
+    stored = load_stored("annotation")
+    for session_id, facts in recording["sessions"].items():
+        tasks = [t for export in stored.values() for t in export.tasks if t.session_id == session_id]
+        assert len(tasks) == facts["rows"]
+        assert all(sorted(a.email for a in t.annotations) == sorted(ANNOTATORS) for t in tasks), session_id
+    adjudicated = [t for export in load_stored("adjudication").values() for t in export.tasks]
+    assert len(adjudicated) == len({t.row_id for t in adjudicated}) > 0
+    assert all([a.email for a in t.annotations] == [ADJUDICATOR] for t in adjudicated)
+    for path in folder.glob("*.json"):
+        text = path.read_text()
+        assert not re.search(r'"(token|api_key|password|secret)"\s*:', text, re.IGNORECASE), path.name

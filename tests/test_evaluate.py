@@ -1,0 +1,174 @@
+"""`rescue evaluate`: the metrics on hand-worked cases, and a precise account of malformed predictions
+(unknown ids, labels outside the set, repeats, missing instances - which count as wrong)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import RescueError
+from pipeline.tasks.evaluate import evaluate, score_table
+from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, rank_metrics
+from pipeline.tasks.release import freeze_release
+from pipeline.tasks.settings import TaskSettings
+from tests.tasks_rows import SAMPLE_ID
+from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
+
+FAMILY = "family_therapy/006/merged"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("release") / "v1"
+    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
+    return out
+
+
+def ids(release: Path, task: str) -> dict[tuple[str, int], str]:
+    lines = (release / f"gold/{task}.jsonl").read_text().splitlines()
+    return {(r["sample_id"], r["row_index"]): r["id"] for r in map(json.loads, lines)}
+
+
+def write(tmp_path: Path, lines: list) -> Path:  # type: ignore[type-arg]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
+    return path
+
+
+def test_metric_functions_on_hand_cases() -> None:
+    assert rank_metrics("b", ["a", "b", "c"]) == {"gold_rank": 2, "recall_at_1": 0.0, "recall_at_2": 1.0,
+                                                  "recall_at_3": 1.0, "mrr": 0.5}
+    assert rank_metrics("d", ["a", "b", "c", "d"])["gold_rank"] == 0          # only the top 3 count
+    assert rank_metrics("a", [])["mrr"] == 0.0
+    scores = binary_metrics(["yes", "yes", "no", "no", "no"], ["yes", None, "yes", "no", None])
+    # tp 1, fn 1 (None on a yes), fp 2 (yes, and None on a no), tn 1
+    assert (scores["tp"], scores["fn"], scores["fp"], scores["tn"]) == (1, 1, 2, 1)
+    assert (scores["precision"], scores["recall"], scores["f1"]) == (0.3333, 0.5, 0.4)
+    assert (scores["accuracy"], scores["recall_no"], scores["balanced_accuracy"]) == (0.4, 0.3333, 0.4167)
+    f1 = macro_f1(["a", "a", "b"], ["a", "b", None], ["a", "b", "c"])
+    assert f1["per_label"]["a"] == {"precision": 1.0, "recall": 0.5, "f1": 0.6667, "support": 2}
+    assert f1["per_label"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    assert f1["macro_f1"] == 0.2222
+    assert [intensity_score(p, 7) for p in (7, 5, 0, 10, None)] == [5, 3, 1, 2, 1]
+
+
+def test_itp_scores_and_every_kind_of_malformed_prediction(release: Path, tmp_path: Path) -> None:
+    by_row = ids(release, "itp")
+    c = {row: by_row[(SAMPLE_ID, row)] for row in (1, 2, 6, 7, 8, 9, 11, 15)}
+    f = {row: by_row[(FAMILY, row)] for row in (1, 4)}
+    path = write(tmp_path, [
+        {"id": c[1], "should_speak": "no"},          # tn
+        {"id": c[2], "should_speak": "yes"},         # tp
+        {"id": c[6], "should_speak": "no"},          # tn
+        {"id": c[7], "should_speak": True},          # fp (true = yes)
+        {"id": c[8], "should_speak": "maybe"},       # invalid -> wrong -> fp
+        {"id": c[9], "should_speak": "yes"},
+        {"id": c[9], "should_speak": "no"},          # repeated: neither answer counts -> fn
+        {"id": c[15], "should_speak": "Y"},          # tp
+        {"id": f[1], "should_speak": "no"},          # tn
+        {"id": f[4], "should_speak": "no"},          # fn
+        {"id": "itp-0000000000000000", "should_speak": "yes"},
+        "{broken",
+        ["not", "an", "object"],
+    ])                                               # c[11] missing -> fn
+    report = evaluate(release, "itp", path)
+    problems = report["problems"]
+    assert problems["counts"] == {"usable": 8, "unreadable_lines": 2, "unknown_ids": 1, "duplicate_ids": 1,
+                                  "invalid": 1, "missing": 1}
+    assert problems["unknown_ids"] == [{"line": 11, "id": "itp-0000000000000000"}]
+    assert problems["duplicate_ids"] == [{"line": 7, "id": c[9], "first_line": 6}]
+    assert problems["invalid"] == [{"line": 5, "id": c[8], "problems": ["should_speak 'maybe' is not yes or no"]}]
+    assert [u["line"] for u in problems["unreadable_lines"]] == [12, 13]
+    assert problems["missing_ids"] == [c[11]]
+    overall = report["scores"]["overall"]
+    assert (overall["tp"], overall["fp"], overall["tn"], overall["fn"]) == (2, 2, 3, 3)
+    assert (overall["precision"], overall["recall"], overall["f1"]) == (0.5, 0.4, 0.4444)
+    assert (overall["accuracy"], overall["recall_no"], overall["balanced_accuracy"]) == (0.5, 0.6, 0.5)
+    assert report["scores"]["couple"]["instances"] == 8 and report["scores"]["family"]["accuracy"] == 0.5
+    header, rows = score_table(report)
+    assert header == ["scope", "n", "P(yes)", "R(yes)", "F1(yes)", "acc", "bal.acc"]
+    assert rows[0] == ["overall", "10", "0.5000", "0.4000", "0.4444", "0.5000", "0.5000"]
+
+
+def test_rpp_ranking_metrics_and_labels_outside_the_set(release: Path, tmp_path: Path) -> None:
+    i = ids(release, "rpp")
+    path = write(tmp_path, [
+        {"id": i[(SAMPLE_ID, 3)], "relation_top3": ["attack_attack", "pursue_withdraw", "mixed_transition"]},  # rank 1
+        {"id": i[(SAMPLE_ID, 5)], "relation_top3": ["pursue_withdraw", "banana", "attack_attack"]},            # rank 3
+        {"id": i[(SAMPLE_ID, 12)], "relation_top3": ["attack_attack", "attack_attack"]},                       # absent
+        {"id": i[(FAMILY, 3)], "relation_top3": ["repair_softening", "cross_generational_coalition"]},         # rank 2
+    ])                                                                                   # family row 5 missing
+    report = evaluate(release, "rpp", path)
+    invalid = {p["id"]: p["problems"] for p in report["problems"]["invalid"]}
+    assert invalid[i[(SAMPLE_ID, 5)]][0].startswith("relation_top3: 'banana' is not one of")
+    assert invalid[i[(SAMPLE_ID, 12)]] == ["relation_top3: 'attack_attack' is listed twice"]
+    overall = report["scores"]["overall"]
+    # ranks 1, 3, none, 2, missing: the invalid "banana" keeps its place as a miss
+    assert (overall["accuracy"], overall["recall_at_2"], overall["recall_at_3"]) == (0.2, 0.4, 0.6)
+    assert overall["mrr"] == round((1 + 1 / 3 + 0 + 1 / 2 + 0) / 5, 4)
+    couple = report["scores"]["couple"]
+    # top-1 attack_attack, pursue_withdraw, attack_attack vs gold aa, aa, pw: aa P = R = 0.5, others 0; 6 labels
+    assert couple["per_label"]["attack_attack"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2}
+    assert couple["macro_f1"] == round(0.5 / 6, 4) and len(couple["per_label"]) == 6
+    assert len(overall["per_label"]) == 11   # 6 couple + 8 family labels; 3 shared (pursue_withdraw, repair, mixed)
+
+
+@pytest.mark.parametrize("task", ["stp", "ssp", "rpp", "itp"])
+def test_gold_answers_score_perfectly(release: Path, tmp_path: Path, task: str) -> None:
+    field, key = {"stp": ("target_top3", "target_label"), "ssp": ("strategy_top3", "strategy_label"),
+                  "rpp": ("relation_top3", "relation_label"), "itp": ("should_speak", "should_speak")}[task]
+    gold = [json.loads(line) for line in (release / f"gold/{task}.jsonl").read_text().splitlines()]
+    answers = [{"id": g["id"], field: g["gold"][key] if task == "itp" else [g["gold"][key]]} for g in gold]
+    report = evaluate(release, task, write(tmp_path, answers))
+    headline = "f1" if task == "itp" else "recall_at_1"
+    assert report["scores"]["overall"][headline] == 1.0
+    assert report["problems"]["counts"]["usable"] == len(gold) and report["problems"]["missing_ids"] == []
+
+
+def test_stp_labels_must_come_from_the_candidates(release: Path, tmp_path: Path) -> None:
+    i = ids(release, "stp")
+    path = write(tmp_path, [{"id": i[(SAMPLE_ID, 3)], "target_top3": ["Therapist", "Alan"]}])
+    report = evaluate(release, "stp", path)
+    assert report["problems"]["invalid"][0]["problems"] == [
+        "target_top3: 'Therapist' is not one of ['Alan', 'Evelyn', 'Couple']"]
+    assert report["scores"]["overall"]["recall_at_1"] == 0.0      # "Therapist" keeps rank 1 as a miss
+    assert report["scores"]["overall"]["mrr"] == round(1 / 2 / 6, 4)  # Alan at rank 2, for 1 of 6 instances
+
+
+def test_er_and_vp_with_the_offline_minilm_model(release: Path, tmp_path: Path) -> None:
+    i = ids(release, "er")
+    path = write(tmp_path, [
+        {"id": i[(SAMPLE_ID, 6)], "predicted_internal_emotion": "feels mischaracterized",
+         "predicted_intensity_score": 7},
+        {"id": i[(SAMPLE_ID, 8)], "predicted_internal_emotion": "feels angry", "predicted_intensity_score": "4"},
+    ])                                                           # row 9 missing
+    report = evaluate(release, "er", path)
+    overall = report["scores"]["overall"]
+    assert overall["intensity_score"] == round((5 + 1 + 1) / 3, 4)     # 7 vs 7; 4 vs 8 -> max(1, 1); missing -> 1
+    assert overall["intensity_exact"] == round(1 / 3, 4)
+    assert 1 / 3 - 0.01 < overall["emotion_similarity"] < 2 / 3        # exact text ~1, the missing one 0
+    assert "LLM judge" in report["text_similarity"] and report["similarity_model"]["version"] == "0.1.0"
+    v = ids(release, "vp")
+    path = write(tmp_path, [{"id": v[(SAMPLE_ID, 2)],
+                             "predicted_viewpoints": [{"target": "Evelyn", "viewpoint": "she is never happy"}]}])
+    vp = evaluate(release, "vp", path)["scores"]["overall"]
+    assert vp["source_target_recall"] == 0.2                           # source filled with the speaker, Alan
+    assert 0.19 < vp["viewpoint_similarity"] <= 0.2001
+
+
+def test_a_release_that_does_not_match_its_manifest_is_refused(release: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "v1"
+    shutil.copytree(release, copy)
+    with (copy / "gold/itp.jsonl").open("a") as handle:
+        handle.write("\n")
+    with pytest.raises(RescueError, match="differs from the release manifest") as error:
+        evaluate(copy, "itp", write(tmp_path, []))
+    assert "rescue verify" in error.value.fix
+    with pytest.raises(RescueError, match="unknown task"):
+        evaluate(release, "xyz", write(tmp_path, []))
+    with pytest.raises(RescueError, match=r"predictions file .* not found"):
+        evaluate(release, "itp", tmp_path / "absent.jsonl")

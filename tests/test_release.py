@@ -1,0 +1,219 @@
+"""The frozen release: byte-identical on rebuild, a manifest that `verify` checks, a card the Hugging Face
+loader reads, and statistics worked out by hand on small sessions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline.errors import RescueError
+from pipeline.schema import load_schema
+from pipeline.tasks.build import build_tasks
+from pipeline.tasks.release import ModelVersion, ReleaseProvenance, freeze_release
+from pipeline.tasks.settings import TaskSettings
+from pipeline.tasks.stats import table3, table3_markdown, transitions
+from pipeline.tasks.verify import verify_release
+from tests.conftest import tree_digest
+from tests.tasks_rows import row, session, strategy
+
+SCHEMA = load_schema(Path(__file__).resolve().parents[1] / "annotation_schemas" / "rescue-v1.yaml")
+PROVENANCE = ReleaseProvenance(code_version="0.1.0+test", annotation_snapshots=("snap-2026-11-30-a",),
+                               models=(ModelVersion(role="asr", name="whisper-base", version="1.0.0"),),
+                               gold_source="build/gold/benchmark.jsonl")
+
+
+def family_session():  # type: ignore[no-untyped-def]
+    T = "Therapist"
+    rows = [
+        row(1, "Maria", ["Nick"]), row(2, "Nick", ["Maria"]),
+        row(3, T, ["Maria", "Joel"], support_strategy=strategy(["Maria", "Joel"], "boundary"),
+            relation_cycle_state="cross_generational_coalition"),
+        row(4, "Joel", [T], relation_cycle_state=""),
+        row(5, T, ["Joel"], support_strategy=strategy(["Joel"], "repair"), relation_cycle_state="repair_softening"),
+    ]
+    return session(rows, "family_therapy/006/merged", "family", ["Maria", "Nick", "Joel"])
+
+
+def gold_sessions():  # type: ignore[no-untyped-def]
+    return [session(), family_session()]
+
+
+@pytest.fixture(scope="module")
+def frozen(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("first") / "v1"
+    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
+    return out
+
+
+def test_freezing_twice_gives_byte_identical_files(frozen: Path, tmp_path: Path) -> None:
+    again = tmp_path / "v1"
+    freeze_release(list(reversed(gold_sessions())), TaskSettings(), PROVENANCE, again, schema=SCHEMA)  # input order
+    assert tree_digest(frozen) == tree_digest(again)
+    assert sorted(tree_digest(frozen)) == sorted([
+        "MANIFEST.json", "README.md", "benchmark.jsonl",
+        *(f"tasks/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
+        *(f"gold/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
+        "stats/instances.csv", "stats/instances.md", "stats/statistics.json", "stats/table3.csv", "stats/table3.md",
+        "figures/relation_transitions_couple.png", "figures/relation_transitions_family.png",
+        *(f"figures/labels_{t}.png" for t in ("er", "itp", "rpp", "ssp", "stp", "vp"))])
+
+
+def test_pngs_are_real_images_without_software_or_time_chunks(frozen: Path) -> None:
+    data = (frozen / "figures/relation_transitions_couple.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width > 300 and height > 300
+    assert b"tIME" not in data and b"Software" not in data
+
+
+def test_manifest_lists_every_file_with_hash_rows_and_provenance(frozen: Path) -> None:
+    manifest = json.loads((frozen / "MANIFEST.json").read_text())
+    on_disk = {p.relative_to(frozen).as_posix() for p in frozen.rglob("*") if p.is_file()} - {"MANIFEST.json"}
+    assert {e["path"] for e in manifest["files"]} == on_disk
+    for entry in manifest["files"]:
+        data = (frozen / entry["path"]).read_bytes()
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest() and entry["bytes"] == len(data)
+    rows = {e["path"]: e["rows"] for e in manifest["files"]}
+    # ITP: 8 couple instances + family: yes after rows 2, 4 and no after row 1 -> n = 1: the middle yes (row 4), row 1
+    assert rows["tasks/itp.jsonl"] == rows["gold/itp.jsonl"] == 10 and rows["benchmark.jsonl"] == 2
+    assert rows["stats/table3.csv"] == 7 and rows["README.md"] is None
+    assert manifest["release"] == "v1" and manifest["schema"]["id"] == "rescue-v1"
+    assert manifest["task_settings"] == TaskSettings().as_json()
+    assert manifest["code_version"] == "0.1.0+test"
+    assert manifest["provenance"]["annotation_snapshots"] == ["snap-2026-11-30-a"]
+    assert manifest["provenance"]["models"] == [{"role": "asr", "name": "whisper-base", "version": "1.0.0"}]
+    assert manifest["gold"]["warnings"] == 3 and manifest["tools"]["matplotlib"]
+    assert manifest["instances"]["rpp"] == {"couple": 3, "couple_samples": 1, "family": 2, "family_samples": 1,
+                                            "all": 5}
+    text = (frozen / "MANIFEST.json").read_text()
+    assert not re.search(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}", text)  # no build time anywhere
+
+
+def test_benchmark_jsonl_round_trips_the_gold_sessions(frozen: Path) -> None:
+    from pipeline.benchmark_format import BenchmarkSession
+
+    lines = (frozen / "benchmark.jsonl").read_text().splitlines()
+    assert [BenchmarkSession.model_validate_json(line) for line in lines] == sorted(gold_sessions(),
+                                                                                   key=lambda s: s.sample_id)
+
+
+def test_refreezing_is_a_no_op_and_never_silently_replaces_a_release(frozen: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "v1"
+    shutil.copytree(frozen, copy)
+    summary = freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, copy, schema=SCHEMA)
+    assert summary.unchanged and tree_digest(copy) == tree_digest(frozen)
+    other = TaskSettings(itp={"context_size": 1})
+    with pytest.raises(RescueError, match="already exists with different content") as error:
+        freeze_release(gold_sessions(), other, PROVENANCE, copy, schema=SCHEMA)
+    assert "--force" in error.value.fix and tree_digest(copy) == tree_digest(frozen)
+    assert [p.name for p in tmp_path.iterdir()] == ["v1"]          # the refused copy left no temp folder
+    replaced = freeze_release(gold_sessions(), other, PROVENANCE, copy, schema=SCHEMA, overwrite=True)
+    assert not replaced.unchanged and tree_digest(copy) != tree_digest(frozen) and verify_release(copy).ok
+
+
+def test_verify_reports_changed_missing_and_extra_files(frozen: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "v1"
+    shutil.copytree(frozen, copy)
+    assert verify_release(copy).ok and verify_release(copy).checked == 27
+    with (copy / "gold/itp.jsonl").open("a") as handle:
+        handle.write('{"id": "forged"}\n')
+    (copy / "figures/labels_er.png").unlink()
+    (copy / "tasks/notes.txt").write_text("x")
+    report = verify_release(copy)
+    assert not report.ok
+    assert [c.path for c in report.changed] == ["gold/itp.jsonl"]
+    assert "11 rows (manifest 10)" in report.changed[0].problem
+    assert report.missing == ("figures/labels_er.png",) and report.extra == ("tasks/notes.txt",)
+    with pytest.raises(RescueError, match="not found"):
+        verify_release(tmp_path)
+
+
+def test_table3_worked_by_hand() -> None:
+    build = build_tasks(gold_sessions(), TaskSettings(), SCHEMA)
+    table = table3(build.views)
+    # couple: 16 rows, last row ends at 16 * 5 + 4.5 = 84.5 s; speakers Alan, Evelyn, Therapist; 6 therapist rows
+    assert table["couple"] == {"samples": 1, "total_minutes": 1.4, "total_rows": 16, "avg_minutes": 1.41,
+                               "avg_rows": 16.0, "avg_speakers": 3.0, "therapist_share": 0.375}
+    # family: 5 rows ending at 29.5 s; speakers Maria, Nick, Therapist, Joel; 2 therapist rows
+    assert table["family"] == {"samples": 1, "total_minutes": 0.5, "total_rows": 5, "avg_minutes": 0.49,
+                               "avg_rows": 5.0, "avg_speakers": 4.0, "therapist_share": 0.4}
+    assert table["all"] == {"samples": 2, "total_minutes": 1.9, "total_rows": 21, "avg_minutes": 0.95,
+                            "avg_rows": 10.5, "avg_speakers": 3.5, "therapist_share": 0.381}
+    markdown = table3_markdown(table)
+    assert "| Therapist turn share | 37.5% | 40.0% | 38.1% |" in markdown
+    assert "| Avg speakers / sample | 3.00 | 4.00 | 3.50 |" in markdown
+
+
+def test_transition_matrix_is_row_normalised_without_self_transitions() -> None:
+    T = "Therapist"
+    labels = ["attack_attack", "pursue_withdraw", "attack_attack", "repair_softening", "repair_softening",
+              "attack_attack"]
+    rows = []
+    for n, label in enumerate(labels):
+        rows += [row(2 * n + 1, "Ann", [T]), row(2 * n + 2, T, ["Ann"], relation_cycle_state=label)]
+    build = build_tasks([session(rows, "ann_and_ben/001_x", participants=["Ann", "Ben"])], TaskSettings(), SCHEMA)
+    couple = transitions(build)["couple"]
+    order = couple["labels"]
+    cell = {(a, b): couple["row_normalised"][i][j] for i, a in enumerate(order) for j, b in enumerate(order)}
+    count = {(a, b): couple["counts"][i][j] for i, a in enumerate(order) for j, b in enumerate(order)}
+    # a->p, p->a, a->r, r->r (self, left out), r->a
+    assert count[("attack_attack", "pursue_withdraw")] == 1 == count[("attack_attack", "repair_softening")]
+    assert count[("repair_softening", "repair_softening")] == 0
+    assert (cell[("attack_attack", "pursue_withdraw")], cell[("attack_attack", "repair_softening")]) == (0.5, 0.5)
+    assert cell[("pursue_withdraw", "attack_attack")] == 1.0 == cell[("repair_softening", "attack_attack")]
+    assert sum(couple["row_normalised"][order.index("mixed_transition")]) == 0.0
+    assert order == list(SCHEMA.labels("relation_pattern", "couple"))
+
+
+def test_dataset_card_configs_load_with_the_hugging_face_loader(frozen: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets  # the real Hugging Face loader (a test dependency in pyproject [test])
+    card = (frozen / "README.md").read_text()
+    assert card.startswith("---\n") and "configs:" in card
+    manifest = {e["path"]: e["rows"] for e in json.loads((frozen / "MANIFEST.json").read_text())["files"]}
+    for config, path in [("itp", "tasks/itp.jsonl"), ("er", "tasks/er.jsonl"), ("rpp_gold", "gold/rpp.jsonl"),
+                         ("benchmark", "benchmark.jsonl")]:
+        loaded = datasets.load_dataset(str(frozen), config, split="test")
+        assert len(loaded) == manifest[path], config
+    itp = datasets.load_dataset(str(frozen), "itp", split="test")
+    assert "gold" not in itp.column_names and "decision_after_row" in itp.column_names
+    assert set(datasets.get_dataset_config_names(str(frozen))) == {
+        *("er", "vp", "rpp", "itp", "stp", "ssp"), *(f"{t}_gold" for t in ("er", "vp", "rpp", "itp", "stp", "ssp")),
+        "benchmark"}
+
+
+def test_bad_release_names_and_empty_gold_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(RescueError, match="not a usable version"):
+        freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, tmp_path / "v 1", schema=SCHEMA)
+    with pytest.raises(RescueError, match="no gold sessions"):
+        freeze_release([], TaskSettings(), PROVENANCE, tmp_path / "v1", schema=SCHEMA)
+    broken = session()
+    broken = broken.model_copy(update={"rows": broken.rows[:3] + broken.rows[4:]})   # row 4 missing
+    expected = r"gold sessions: 1 problem\(s\): alan_and_evelyn/\S+ row 4 row_index: is 5, expected 4"
+    with pytest.raises(RescueError, match=expected):
+        freeze_release([broken], TaskSettings(), PROVENANCE, tmp_path / "v1", schema=SCHEMA)
+    assert not (tmp_path / "v1").exists()
+
+
+def test_freezing_in_separate_processes_with_other_hash_seeds_gives_the_same_bytes(frozen: Path,
+                                                                                    tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    script = ("import sys; from pathlib import Path; from tests.test_release import *; "
+              "freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, Path(sys.argv[1]), schema=SCHEMA)")
+    for seed in ("1", "4242"):
+        out = tmp_path / seed / "v1"
+        subprocess.run([sys.executable, "-c", script, str(out)], cwd=root, check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed})
+        assert tree_digest(out) == tree_digest(frozen), f"PYTHONHASHSEED={seed}"

@@ -1,0 +1,96 @@
+"""The task commands as a researcher uses them: freeze from a published-format benchmark file, verify,
+evaluate, and compare rebuilt ER/VP instances with the published er.jsonl."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pipeline.cli import main
+from tests.tasks_rows import SAMPLE_ID
+from tests.test_release import gold_sessions
+
+
+def run(root: Path, *args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, ["--root", str(root), *args])
+
+
+def published_benchmark(root: Path) -> Path:
+    """The gold sessions written as the published benchmark_191.jsonl is: one session per line."""
+    path = root / "benchmark_191.jsonl"
+    path.write_text("".join(json.dumps(s.model_dump(mode="json", exclude_unset=True)) + "\n" for s in gold_sessions()))
+    return path
+
+
+def test_freeze_verify_evaluate_from_a_published_benchmark_file(tmp_path: Path) -> None:
+    gold = published_benchmark(tmp_path)
+    frozen = run(tmp_path, "freeze", "--gold", str(gold), "--version", "r1", "--snapshot", "snap-1",
+                 "--model", "asr:whisper-base:1.0.0")
+    assert frozen.exit_code == 0, frozen.output
+    assert "release r1" in frozen.output and "itp" in frozen.output
+    assert "warning" in frozen.output and "'validation' is not in the couple support_strategy set" in frozen.output
+    release = tmp_path / "build/release/r1"
+    manifest = json.loads((release / "MANIFEST.json").read_text())
+    assert manifest["provenance"]["gold_source"] == "benchmark_191.jsonl"
+    assert manifest["provenance"]["models"] == [{"role": "asr", "name": "whisper-base", "version": "1.0.0"}]
+    again = run(tmp_path, "freeze", "--gold", str(gold), "--version", "r1")
+    assert again.exit_code == 1 and "already exists with different content" in again.output   # provenance differs
+
+    assert run(tmp_path, "verify", str(release)).exit_code == 0
+    gold_itp = [json.loads(line) for line in (release / "gold/itp.jsonl").read_text().splitlines()]
+    predictions = tmp_path / "itp.jsonl"
+    predictions.write_text("".join(json.dumps({"id": g["id"], "should_speak": "yes"}) + "\n" for g in gold_itp[:-1]))
+    out = tmp_path / "report.json"
+    scored = run(tmp_path, "evaluate", "--task", "itp", "--predictions", str(predictions), "--json-out", str(out))
+    assert scored.exit_code == 0, scored.output
+    assert "overall" in scored.output and "missing_ids" in scored.output and "1 missing" in scored.output
+    report = json.loads(out.read_text())
+    assert report["problems"]["missing_ids"] == [gold_itp[-1]["id"]]
+    assert report["scores"]["overall"]["recall"] < 1.0    # the missing yes counts as a miss
+
+    (release / "stats/table3.md").write_text("edited\n")
+    broken = run(tmp_path, "verify", str(release))
+    assert broken.exit_code == 1 and "changed stats/table3.md" in broken.output and "NOT intact" in broken.output
+
+
+def test_freeze_refuses_a_bad_gold_file_with_one_line_and_a_fix(tmp_path: Path) -> None:
+    bad = tmp_path / "benchmark.jsonl"
+    record = gold_sessions()[0].model_dump(mode="json", exclude_unset=True)
+    record["rows"][1]["target"] = "Therapist"
+    bad.write_text(json.dumps(record) + "\n")
+    result = run(tmp_path, "freeze", "--gold", str(bad))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert f"line 1 {SAMPLE_ID} row 2 target: Input should be a valid list" in result.output
+    assert "fix:" in result.output and not (tmp_path / "build/release").exists()
+    strict = run(tmp_path, "freeze", "--gold", str(published_benchmark(tmp_path)), "--strict")
+    assert strict.exit_code == 1 and "3 problem(s)" in strict.output
+
+
+def test_compare_released_er_reports_each_difference(tmp_path: Path) -> None:
+    assert run(tmp_path, "freeze", "--gold", str(published_benchmark(tmp_path))).exit_code == 0
+    release = tmp_path / "build/release/v1"
+    inputs = [json.loads(line) for line in (release / "tasks/er.jsonl").read_text().splitlines()]
+    golds = [json.loads(line) for line in (release / "gold/er.jsonl").read_text().splitlines()]
+    published = []
+    for record, gold in zip(inputs, golds):   # the published layout: inputs and gold in one record
+        published.append({**{k: v for k, v in record.items() if k != "id"}, "gold_internal_emotion":
+                          gold["gold"]["internal_emotion"], "gold_intensity_score": gold["gold"]["intensity"],
+                          "instance_id": record["id"]})
+    path = tmp_path / "er.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in published))
+    same = run(tmp_path, "compare-released", "--task", "er", str(path))
+    assert same.exit_code == 0 and "3 matched_identical" in same.output
+    published[0]["gold_intensity_score"] = 3
+    published[1]["prior_context"] = published[1]["prior_context"][-3:]
+    published[2]["instance_id"] = f"{SAMPLE_ID}__row10"
+    path.write_text("".join(json.dumps(r) + "\n" for r in published))
+    result = run(tmp_path, "compare-released", "--task", "er", str(path), "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert report["only_rebuilt"] == [f"{SAMPLE_ID}__row9"] and report["only_published"] == [f"{SAMPLE_ID}__row10"]
+    by_id = {d["id"]: d["fields"] for d in report["differences"]}
+    assert by_id[f"{SAMPLE_ID}__row6"]["gold"]["published"]["intensity"] == 3
+    assert by_id[f"{SAMPLE_ID}__row8"]["prior_context_rows"] == {"rebuilt": [1, 2, 3, 4, 5, 6, 7],
+                                                                "published": [5, 6, 7]}
