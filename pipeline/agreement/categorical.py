@@ -24,7 +24,7 @@ def add_sums(a: dict[str, m.Sums], b: dict[str, m.Sums]) -> dict[str, m.Sums]:
                          {k: v + b[name].wide[k] for k, v in sums.wide.items()}) for name, sums in a.items()}
 
 
-class CategoricalEvaluator:
+class CategoricalEvaluator(m.TableSums):
     def __init__(self, ratings: Ratings, n_rows: int, set_distance: str = "masi") -> None:
         self.ratings = r = ratings
         self.level = r.measure.level
@@ -68,16 +68,6 @@ class CategoricalEvaluator:
             table.add(f"do:{rater}", rows[mine], delta[mine] * share[mine])
             table.add(f"agree:{rater}", rows[mine], (a[mine] == b[mine]) * share[mine])
         return table
-
-    # -- sums ---------------------------------------------------------------------------------------
-    def exact_sums(self, weights: np.ndarray | sparse.spmatrix) -> dict[str, m.Sums]:
-        return {name: table.sums(weights) for name, table in self.tables.items()}
-
-    def packed(self, rows: slice) -> m.Packed:
-        key = (rows.start or 0, rows.stop or self.n_rows)
-        if key not in self._packed:
-            self._packed[key] = m.pack(self.tables, rows)
-        return self._packed[key]
 
     # -- coefficients -------------------------------------------------------------------------------
     def finish(self, sums: dict[str, m.Sums], fixed: dict[str, m.Sums] | None = None, detail: bool = True,

@@ -265,3 +265,23 @@ def pack(tables: dict[str, Table], rows: slice | None = None) -> Packed:
             width += block.shape[1]
     matrix = np.hstack(parts).astype(np.float32) if parts else np.zeros((0, 0), dtype=np.float32)
     return Packed(matrix=np.ascontiguousarray(matrix), narrow=narrow, wide=wide)
+
+
+class TableSums:
+    """What both evaluators share: per-table sums under bootstrap weights, and packed row ranges.
+
+    A subclass sets `tables`, `n_rows` and `_packed` (an empty dict) in its constructor.
+    """
+
+    tables: dict[str, Table]
+    n_rows: int
+    _packed: dict[tuple[int, int], Packed]
+
+    def exact_sums(self, weights: np.ndarray | sparse.spmatrix) -> dict[str, Sums]:
+        return {name: table.sums(weights) for name, table in self.tables.items()}
+
+    def packed(self, rows: slice) -> Packed:
+        key = (rows.start or 0, rows.stop or self.n_rows)
+        if key not in self._packed:
+            self._packed[key] = pack(self.tables, rows)
+        return self._packed[key]

@@ -71,7 +71,7 @@ class EmbeddingCache:
         self.added = 0
 
 
-class TextEvaluator:
+class TextEvaluator(m.TableSums):
     """Mean pairwise similarity of one text measure for any weighting of the rows (see categorical.py)."""
 
     weighted = True
@@ -124,15 +124,6 @@ class TextEvaluator:
         j = rng.integers(0, len(r.code), BASELINE_PAIRS)
         keep = r.unit[i] != r.unit[j]
         return float(self.similarity(r.code[i[keep]], r.code[j[keep]]).mean()) if keep.any() else None
-
-    def exact_sums(self, weights: np.ndarray | sparse.spmatrix) -> dict[str, m.Sums]:
-        return {name: table.sums(weights) for name, table in self.tables.items()}
-
-    def packed(self, rows: slice) -> m.Packed:
-        key = (rows.start or 0, rows.stop or self.n_rows)
-        if key not in self._packed:
-            self._packed[key] = m.pack(self.tables, rows)
-        return self._packed[key]
 
     def finish(self, sums: dict[str, m.Sums], fixed: dict[str, m.Sums] | None = None, detail: bool = True,
                q: int | None = None) -> dict[Key, np.ndarray]:
