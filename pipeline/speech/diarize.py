@@ -16,6 +16,7 @@ from pipeline.records import CatalogEntry
 from pipeline.settings import Settings
 from pipeline.speech import audio as wav
 from pipeline.speech.records import DiarizationRecord, LabelStats, SpeakerTurn
+from pipeline.speech.model_slot import ModelSlot
 from pipeline.speech.settings import DiarizationSettings, resolve_diarization
 from pipeline.speech.transcribe import read_media
 from pipeline.store import read_jsonl, sha256_file, write_jsonl_atomic, write_record_atomic
@@ -24,7 +25,6 @@ AREA = "diarization"
 RECORD_NAME = "diarization.json"
 TURNS_FILE = "turns.jsonl"
 RTTM_FILE = "diarization.rttm"
-_LOADED: dict[str, Any] = {}
 
 
 def read_turns(project: Project, session_id: str) -> list[SpeakerTurn]:
@@ -73,14 +73,17 @@ class DiarizeResult:
     loaded: Any = None
 
 
-def loaded_pipeline(settings: DiarizationSettings) -> Any:
-    from pipeline.speech import pyannote_adapter
+def _load_pyannote(settings: DiarizationSettings) -> Any:
+    from pipeline.speech import pyannote_adapter  # heavy: imported only when a model is needed
 
-    key = settings.model_dump_json()
-    if key not in _LOADED:
-        _LOADED.clear()
-        _LOADED[key] = pyannote_adapter.load(settings)
-    return _LOADED[key]
+    return pyannote_adapter.load(settings)
+
+
+_SLOT = ModelSlot(_load_pyannote)
+
+
+def loaded_pipeline(settings: DiarizationSettings) -> Any:
+    return _SLOT.get(settings)
 
 
 def _relabel(turns: list[tuple[float, float, Any]]) -> list[SpeakerTurn]:

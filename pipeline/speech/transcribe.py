@@ -13,6 +13,7 @@ from pipeline.records import CatalogEntry, SessionMedia
 from pipeline.settings import Settings, load_settings
 from pipeline.speech import audio as wav
 from pipeline.speech.records import SourceKind, SpeechSegment, TranscriptionRecord
+from pipeline.speech.model_slot import ModelSlot
 from pipeline.speech.settings import AsrSettings, SpeechSettings, resolve_asr
 from pipeline.speech.subtitles import cue_segments, read_subtitles
 from pipeline.store import read_jsonl, write_jsonl_atomic, write_record_atomic
@@ -20,7 +21,6 @@ from pipeline.store import read_jsonl, write_jsonl_atomic, write_record_atomic
 AREA = "asr"
 RECORD_NAME = "transcription.json"
 SEGMENTS_FILE = "segments.jsonl"
-_LOADED: dict[str, Any] = {}  # loaded models, reused by later sessions in the same process
 
 
 def read_media(project: Project, session_id: str) -> SessionMedia:
@@ -68,14 +68,17 @@ class AsrResult:
     loaded: Any = None
 
 
-def loaded_asr(settings: AsrSettings) -> Any:
-    from pipeline.speech import whisperx_adapter
+def _load_whisperx(settings: AsrSettings) -> Any:
+    from pipeline.speech import whisperx_adapter  # heavy: imported only when a model is needed
 
-    key = settings.model_dump_json()
-    if key not in _LOADED:
-        _LOADED.clear()  # one model at a time: memory stays bounded
-        _LOADED[key] = whisperx_adapter.load(settings)
-    return _LOADED[key]
+    return whisperx_adapter.load(settings)
+
+
+_SLOT = ModelSlot(_load_whisperx)
+
+
+def loaded_asr(settings: AsrSettings) -> Any:
+    return _SLOT.get(settings)
 
 
 def transcribe_audio(audio: Path, settings: AsrSettings) -> AsrResult:
