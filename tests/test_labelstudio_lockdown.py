@@ -20,6 +20,7 @@ from pipeline.annotate.accounts import add_annotators, annotator_password, passw
 from pipeline.annotate.labelstudio import Connection
 from pipeline.annotate.push import project_title, push_rows
 from pipeline.cli import main
+from pipeline.corpus.labelstudio_steps import open_server
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.runner import Context, run_stage
@@ -158,15 +159,27 @@ def test_media_are_served_again_after_an_upgrade_or_a_lost_media_root(
         ls_server: LiveServer, annotator: httpx.Client, media: dict[str, tuple[str, Path]]) -> None:
     """Task URLs name paths relative to the project root, as before the media root existed: a project pushed by an
     older version keeps its tasks; the next push (importing nothing) publishes their media."""
-    shutil.rmtree(ls_server.paths.base / "media")
-    ls_server.paths.base.joinpath("media").mkdir(mode=0o700)
-    url, _ = media["clip"]
-    assert annotator.get(url).status_code == 404
+    root = ls_server.paths.media
+
+    def lose_the_media_root() -> None:
+        shutil.rmtree(root)
+        root.mkdir(mode=0o700)
+        assert annotator.get(media["clip"][0]).status_code == 404
+
+    def served() -> None:
+        for url, path in media.values():
+            response = annotator.get(url)
+            assert response.status_code == 200 and response.content == path.read_bytes()
+
+    lose_the_media_root()
     again = push_rows(ls_server.project, ls_server.connection, settings=SETTINGS)
     assert again.imported == 0
-    for url, path in media.values():
-        response = annotator.get(url)
-        assert response.status_code == 200 and response.content == path.read_bytes()
+    served()
+    lose_the_media_root()
+    result = CliRunner().invoke(main, ["--root", str(ls_server.project.root), "labelstudio", "up"])
+    assert result.exit_code == 0, result.output  # the server already runs: `up` publishes the media, starts nothing
+    served()
+    assert not [p for p in root.rglob("*") if p.is_symlink()]
 
 
 def _private(paths: server.ServerPaths) -> list[str]:
@@ -231,6 +244,8 @@ def test_a_password_in_label_studio_url_is_masked_everywhere(ls_server: LiveServ
             assert f"http://rescue:***@{host}" in output, (command, output)
         connection = server.external_connection()
         assert connection is not None and PASSWORD not in repr(connection) + connection.url
+        how = open_server(project, SETTINGS).how  # what `rescue build` reports and records as its server
+        assert PASSWORD not in how and f"rescue:***@{host}" in how
     for path in project.build.rglob("*"):
         if path.is_file() and not path.is_relative_to(ls_server.paths.data):
             assert PASSWORD.encode() not in path.read_bytes(), path
