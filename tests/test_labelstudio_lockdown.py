@@ -74,9 +74,9 @@ def annotator(ls_server: LiveServer, media: dict) -> Iterator[httpx.Client]:
     """A browser-like session of an annotator (logged in through the login form, as the browser tests do)."""
     with httpx.Client(base_url=ls_server.url, follow_redirects=False, timeout=60) as web:
         web.get("/user/login/")
-        response = web.post("/user/login/", data={
-            "email": ANN, "password": annotator_password(ls_server.project, ANN),
-            "csrfmiddlewaretoken": web.cookies.get("csrftoken", "")}, headers={"Referer": f"{ls_server.url}/user/login/"})
+        form = {"email": ANN, "password": annotator_password(ls_server.project, ANN),
+                "csrfmiddlewaretoken": web.cookies.get("csrftoken", "")}
+        response = web.post("/user/login/", data=form, headers={"Referer": f"{ls_server.url}/user/login/"})
         assert response.status_code in (302, 303), "annotator login failed"
         assert web.get("/api/current-user/whoami").json()["email"] == ANN
         yield web

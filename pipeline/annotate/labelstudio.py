@@ -149,7 +149,8 @@ class Client:
         try:
             yield
         except httpx.InvalidURL as exc:
-            raise RescueError(f"{url} is not a valid Label Studio URL ({what})", self.connection.fix_unreachable) from exc
+            raise RescueError(f"{url} is not a valid Label Studio URL ({what})",
+                              self.connection.fix_unreachable) from exc
         except httpx.TransportError as exc:
             raise RescueError(f"cannot reach Label Studio at {url} ({what}): {type(exc).__name__}",
                               self.connection.fix_unreachable) from exc
