@@ -242,7 +242,7 @@ def main() -> None:
         rows = make_corpus(root)
         print(f"corpus: {rows} rows in {sum(s for s, _, _ in SHAPE.values())} sessions under {root}", flush=True)
         template = TEMPLATE if (TEMPLATE / server.DB_NAME).exists() else None
-        state = server.start(paths, root, AnnotateSettings(), project_root=REPO, template=template,
+        state = server.start(paths, AnnotateSettings(), project_root=REPO, template=template,
                              die_with_parent=True)
         connection = server.connect(Project(root), paths)
         add_annotators(Project(root), connection, ANNOTATORS)

@@ -42,13 +42,13 @@ def labelstudio_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return TEMPLATE
     paths = server.ServerPaths(tmp_path_factory.mktemp("ls-template") / "labelstudio")
     try:
-        server.start(paths, paths.base, SETTINGS, project_root=REPO, die_with_parent=True)
+        server.start(paths, SETTINGS, project_root=REPO, die_with_parent=True)
     finally:
         server.stop(paths)
     staging = TEMPLATE.with_name(f".{TEMPLATE.name}.tmp-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    shutil.copyfile(paths.database, staging / server.DB_NAME)
+    server.copy_private(paths.database, staging / server.DB_NAME)
     server.write_secret(staging / "admin.json", server.read_secret(paths.admin))
     try:
         os.replace(staging, TEMPLATE)
@@ -80,8 +80,7 @@ class LiveServer:
         return state.url
 
     def start(self) -> server.ServerState:
-        return server.start(self.paths, self.project.root, SETTINGS, project_root=REPO, template=self.template,
-                            die_with_parent=True)
+        return server.start(self.paths, SETTINGS, project_root=REPO, template=self.template, die_with_parent=True)
 
     def admin(self) -> dict[str, str]:
         return server.read_secret(self.paths.admin)

@@ -309,11 +309,17 @@ def test_the_push_and_pull_commands(ls_server: LiveServer, pushed: dict) -> None
     assert "quarantined: see build/annotations/" in result.stdout  # earlier tests left invalid annotations
 
 
-def test_nothing_leaks_the_admin_token(ls_server: LiveServer) -> None:
+def test_nothing_leaks_the_admin_token(ls_server: LiveServer, annotators: dict[str, int]) -> None:
     token = ls_server.admin()["token"]
+    paths = ls_server.paths
+    invite = ls_server.client.invite_token()
     for path in Path(ls_server.project.build).rglob("*"):
-        if path.is_relative_to(ls_server.paths.data) or path == ls_server.paths.admin:
-            continue  # the server's own database holds it, and the 0600 admin file
-        if path.is_file():
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        if path.is_relative_to(paths.data) or path in (paths.admin, paths.log):
+            # the server's database holds every token in plain text, its log the invite token: private to the user
+            assert mode == (0o700 if path.is_dir() else 0o600), f"{path} mode {mode:o}"
+        elif path.is_file():
             assert token.encode() not in path.read_bytes(), path
+            assert invite.encode() not in path.read_bytes(), path
+    assert stat.S_IMODE(paths.base.stat().st_mode) == stat.S_IMODE(paths.data.stat().st_mode) == 0o700
     assert token not in repr(ls_server.connection)

@@ -147,7 +147,7 @@ def test_a_test_server_dies_with_the_process_that_started_it(labelstudio_templat
         "from pipeline.annotate import server\n"
         "from tests.labelstudio_fixtures import SETTINGS, REPO\n"
         f"paths = server.ServerPaths(Path({str(tmp_path / 'ls')!r}))\n"
-        f"state = server.start(paths, Path({str(tmp_path)!r}), SETTINGS, project_root=REPO, "
+        f"state = server.start(paths, SETTINGS, project_root=REPO, "
         f"template=Path({str(labelstudio_template)!r}), die_with_parent=True)\n"
         "print(state.pid, flush=True)\n"
         "time.sleep(600)\n")

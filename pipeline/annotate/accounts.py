@@ -39,7 +39,7 @@ def add_annotators(project: Project, connection: Connection, emails: list[str],
         if "@" not in email:
             raise RescueError(f"{raw!r} is not an email address", "annotator accounts are named by email")
         password = (passwords or {}).get(email) or known.get(email) or secrets.token_urlsafe(12)
-        status = labelstudio.sign_up(connection.url, invite, email, password)
+        status = labelstudio.sign_up(connection.endpoint, invite, email, password)
         if status == "created":
             known[email] = password
             write_secret(store, known)  # after each account, so a failure later loses no password

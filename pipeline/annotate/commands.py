@@ -33,13 +33,19 @@ def labelstudio_group() -> None:
 @labelstudio_group.command("up")
 @click.pass_context
 def up(ctx: click.Context) -> None:
-    """Start the server on a free local port and wait until it is healthy (first start: ~70 s)."""
+    """Start the server on a free local port and wait until it is healthy (first start: ~70 s).
+
+    The media of every session with rows are published into the server's media root first."""
     from pipeline.annotate import server
+    from pipeline.annotate.push import load_sessions, serve_media
 
     project = _project(ctx)
     paths = server.ServerPaths.of(project)
+    settings = _settings(project)
+    if settings.media_url is None:  # what earlier pushes' tasks show (also after an upgrade)
+        serve_media(project, load_sessions(project)[0])
     with err_console.status("starting Label Studio (the first start migrates its database, ~70 s)..."):
-        state = server.start_project_server(project, _settings(project))
+        state = server.start_project_server(project, settings)
     console.print(f"Label Studio runs at {state.url} (pid {state.pid}); log in as {server.ADMIN_EMAIL}, "
                   f"password and API token in {project.rel_or_abs(paths.admin)} (mode 600)", highlight=False)
 

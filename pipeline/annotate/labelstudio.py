@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pipeline.errors import RescueError
 
@@ -19,15 +20,38 @@ TIMEOUT = 600.0  # seconds; a full export of the benchmark takes a while
 LIST_PAGE = 10_000
 
 
+def masked_url(url: str) -> str:
+    """`url` fit to print, log or store: a password in it becomes *** (http://user:***@host), and so does a
+    user name alone (http://***@host: often a token)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rpartition("@")[2] if "@" in url else url
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    shown = f"{user}:***" if colon else "***"
+    return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
+
+
 @dataclass(frozen=True)
 class Connection:
-    """Where the server is and how we authenticate; `source` picks the wording of fixes."""
+    """Where the server is and how we authenticate; `source` picks the wording of fixes.
+
+    `url` is what may be shown, logged or stored (a password in it masked, see masked_url); requests go to
+    `endpoint`, the URL as given. So messages and records that print `connection.url` never leak it."""
 
     url: str
     token: str
     source: Literal["embedded", "environment"]
+    endpoint: str = field(default="", compare=False)
 
-    def __repr__(self) -> str:  # never show the token
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "endpoint", self.endpoint or self.url)
+        object.__setattr__(self, "url", masked_url(self.url))
+
+    def __repr__(self) -> str:  # never show the token, nor a password in the URL
         return f"Connection(url={self.url!r}, source={self.source!r})"
 
     @property
@@ -114,16 +138,19 @@ class Client:
         from label_studio_sdk import LabelStudio
 
         self.connection = connection
-        self._sdk = LabelStudio(base_url=connection.url, api_key=connection.token, timeout=TIMEOUT)
+        self._sdk = LabelStudio(base_url=connection.endpoint, api_key=connection.token, timeout=TIMEOUT)
 
     @contextmanager
     def _api(self, what: str) -> Iterator[None]:
         import httpx
         from label_studio_sdk.core.api_error import ApiError
 
-        url = self.connection.url
+        url = self.connection.url  # masked: fit for messages
         try:
             yield
+        except httpx.InvalidURL as exc:
+            raise RescueError(f"{url} is not a valid Label Studio URL ({what})",
+                              self.connection.fix_unreachable) from exc
         except httpx.TransportError as exc:
             raise RescueError(f"cannot reach Label Studio at {url} ({what}): {type(exc).__name__}",
                               self.connection.fix_unreachable) from exc
@@ -267,16 +294,17 @@ def sign_up(url: str, invite_token: str, email: str, password: str) -> Literal["
                                       "csrfmiddlewaretoken": web.cookies.get("csrftoken", "")},
                                 headers={"Referer": f"{url}/user/signup/"})
         except httpx.TransportError as exc:
-            raise RescueError(f"cannot reach Label Studio at {url} to sign up {email}",
+            raise RescueError(f"cannot reach Label Studio at {masked_url(url)} to sign up {email}",
                               "start the server (`rescue labelstudio up`)") from exc
     if response.status_code in (302, 303):
         return "created"
     if "already exists" in response.text:
         return "exists"
     if response.status_code == 403:
-        raise RescueError(f"Label Studio at {url} refused the sign-up of {email} (invite link rejected)",
+        raise RescueError(f"Label Studio at {masked_url(url)} refused the sign-up of {email} (invite link rejected)",
                           "check that the API token belongs to an owner of the organisation")
-    raise RescueError(f"Label Studio at {url} refused the sign-up of {email}: {_form_errors(response.text)}",
+    raise RescueError(f"Label Studio at {masked_url(url)} refused the sign-up of {email}: "
+                      f"{_form_errors(response.text)}",
                       "use a valid email and a password of at least 8 characters that is not too common")
 
 
@@ -297,10 +325,10 @@ def login_token(url: str, email: str, password: str) -> str:
                                                   "csrfmiddlewaretoken": web.cookies.get("csrftoken", "")},
                             headers={"Referer": f"{url}/user/login/"})
         if response.status_code not in (302, 303):
-            raise RescueError(f"Label Studio at {url} refused the login of {email}",
+            raise RescueError(f"Label Studio at {masked_url(url)} refused the login of {email}",
                               "check the password in build/labelstudio/annotators.json")
         token = web.get("/api/current-user/token")
     if token.status_code != 200:
-        raise RescueError(f"Label Studio at {url} has no API token for {email} ({token.status_code})",
+        raise RescueError(f"Label Studio at {masked_url(url)} has no API token for {email} ({token.status_code})",
                           "start the server with legacy tokens enabled (the embedded server does)")
     return str(token.json()["token"])

@@ -16,9 +16,10 @@ from pydantic import Field
 from pipeline.annotate.config import build_config
 from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
 from pipeline.annotate.present import Present
-from pipeline.annotate.server import connect
+from pipeline.annotate.media_root import publish_media
+from pipeline.annotate.server import ServerPaths, connect
 from pipeline.annotate.settings import AnnotateSettings
-from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task, media_folders, session_video
+from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task, session_video
 from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -85,6 +86,12 @@ def load_sessions(project: Project, session_ids: tuple[str, ...] = ()) -> tuple[
     return sessions, missing
 
 
+def serve_media(project: Project, sessions: list[SessionRows]) -> list[Path]:
+    """Publish the sessions' media into the embedded server's media root (its document root); returns the
+    folders there to connect as local-files storages."""
+    return publish_media(project, ServerPaths.of(project).media, sessions)
+
+
 def _ensure_project(client: Client, schema: AnnotationSchema, scenario: Scenario, config: str,
                     annotators: int) -> tuple[ProjectInfo, bool]:
     title = project_title(schema, scenario)
@@ -134,7 +141,7 @@ def _push_scenario(project: Project, client: Client, schema: AnnotationSchema, s
     config = build_config(schema, scenario)
     info, updated = _ensure_project(client, schema, scenario, config, settings.annotators_per_row)
     if client.connection.source == "embedded" and settings.media_url is None:
-        for folder in media_folders(project, sessions):
+        for folder in serve_media(project, sessions):
             client.ensure_local_storage(info.id, str(folder))
     present = Present(project, client, info.id, info.title, full_check=full_check)
     wanted = [(s, i) for s in sessions for i in range(len(s.rows))]

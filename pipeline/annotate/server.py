@@ -2,7 +2,10 @@
 
 `start` picks a free port, starts `label-studio start` in a new process group with telemetry off and
 a pre-made admin account whose token lives in a 0600 file, and returns once `/health` answers and
-the token works. `stop` ends the process group. `connect` returns where push and pull should go:
+the token works. Least privilege: the server's document root for local files is the media root
+(build/labelstudio/media/, see media_root.py), never the project; build/labelstudio/ and data/ are
+0700 and what the server writes is private to the user (umask 077; files made by older versions are
+tightened at start). `stop` ends the process group. `connect` returns where push and pull should go:
 `LABEL_STUDIO_URL` + `LABEL_STUDIO_API_KEY` when set (an external server), else the embedded one.
 """
 
@@ -22,7 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.annotate.labelstudio import Connection
+from pipeline.annotate.labelstudio import Connection, masked_url
+from pipeline.annotate.media_root import check_media_root
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -75,6 +79,11 @@ class ServerPaths:
     @property
     def log(self) -> Path:
         return self.base / "server.log"
+
+    @property
+    def media(self) -> Path:
+        """The server's document root for local files: only the media annotators are shown (media_root.py)."""
+        return self.base / "media"
 
     @classmethod
     def of(cls, project: Project) -> ServerPaths:
@@ -175,7 +184,7 @@ def running(paths: ServerPaths) -> ServerState | None:
     return state
 
 
-def server_env(paths: ServerPaths, credentials: dict[str, str], document_root: Path) -> dict[str, str]:
+def server_env(paths: ServerPaths, credentials: dict[str, str]) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("LABEL_STUDIO_", "DJANGO_"))}
     env.update({
         "LABEL_STUDIO_BASE_DATA_DIR": str(paths.data),
@@ -186,7 +195,7 @@ def server_env(paths: ServerPaths, credentials: dict[str, str], document_root: P
         "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
         "LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK": "true",
         "LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED": "true",
-        "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(document_root),
+        "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(paths.media),
         # telemetry and update checks off
         "LATEST_VERSION_CHECK": "false",
         "COLLECT_ANALYTICS": "false",
@@ -211,7 +220,31 @@ def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
-def start(paths: ServerPaths, document_root: Path, settings: AnnotateSettings, *, project_root: Path,
+def make_private(paths: ServerPaths) -> None:
+    """build/labelstudio/ and the server's data 0700, their files 0600 (also what an older version left looser)."""
+    paths.base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    paths.data.mkdir(mode=0o700, exist_ok=True)
+    paths.media.mkdir(mode=0o700, exist_ok=True)
+    paths.base.chmod(0o700)
+    for folder, names, files in os.walk(paths.data):
+        os.chmod(folder, 0o700)
+        for name in files:
+            path = Path(folder) / name
+            if not path.is_symlink():
+                path.chmod(0o600)
+    for path in (paths.log, paths.admin):
+        if path.exists() and not path.is_symlink():
+            path.chmod(0o600)
+
+
+def copy_private(source: Path, target: Path) -> None:
+    """Copy a file that holds secrets (the template database): 0600 from the start."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out, source.open("rb") as handle:
+        shutil.copyfileobj(handle, out)
+
+
+def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
           template: Path | None = None, die_with_parent: bool = False) -> ServerState:
     """Start the server (or return the one already running) and wait until it is healthy.
 
@@ -222,17 +255,19 @@ def start(paths: ServerPaths, document_root: Path, settings: AnnotateSettings, *
     if current is not None:
         return current
     program = executable(project_root, settings)
-    paths.data.mkdir(parents=True, exist_ok=True)
+    check_media_root(paths.media)
+    make_private(paths)
     if template is not None and not paths.database.exists():
-        shutil.copyfile(template / DB_NAME, paths.database)  # pre-migrated: ~7 s instead of ~70 s
+        copy_private(template / DB_NAME, paths.database)  # pre-migrated: ~7 s instead of ~70 s
         write_secret(paths.admin, read_secret(template / "admin.json"))
     credentials = admin_credentials(paths)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with paths.log.open("ab") as log:
+    # the log holds the organisation's invite token (sign-up URLs): private, like everything the server writes
+    with os.fdopen(os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
         process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
             [str(program), "start", "--no-browser", "--internal-host", "127.0.0.1", "-p", str(port)],
-            env=server_env(paths, credentials, document_root), cwd=paths.base, stdout=log,
+            env=server_env(paths, credentials), cwd=paths.base, stdout=log, umask=0o077,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             preexec_fn=_die_with_parent if die_with_parent else None)  # noqa: PLW1509 - only prctl, no locks
     _children[process.pid] = process
@@ -305,7 +340,7 @@ def stop(paths: ServerPaths) -> bool:
 
 
 def start_project_server(project: Project, settings: AnnotateSettings) -> ServerState:
-    return start(ServerPaths.of(project), project.root, settings, project_root=project.root)
+    return start(ServerPaths.of(project), settings, project_root=project.root)
 
 
 def external_connection() -> Connection | None:
@@ -314,7 +349,7 @@ def external_connection() -> Connection | None:
         return None
     token = os.environ.get("LABEL_STUDIO_API_KEY", "").strip()
     if not token:
-        raise RescueError(f"LABEL_STUDIO_URL is set ({url}) but LABEL_STUDIO_API_KEY is not",
+        raise RescueError(f"LABEL_STUDIO_URL is set ({masked_url(url)}) but LABEL_STUDIO_API_KEY is not",
                           "export LABEL_STUDIO_API_KEY=<your access token> (Label Studio: Account & Settings)")
     return Connection(url=url, token=token, source="environment")
 

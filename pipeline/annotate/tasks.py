@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -105,13 +104,3 @@ def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, co
     if draft:
         task["predictions"] = [{"model_version": PREDICTION_VERSION, "result": draft}]
     return task
-
-
-def media_folders(project: Project, sessions: list[SessionRows]) -> list[Path]:
-    """Top folders (under the project root) holding the media these tasks point to."""
-    folders: set[Path] = set()
-    for session in sessions:
-        for rel in {session.session_video, *(row.clip for row in session.rows)}:
-            if rel:
-                folders.add(project.root / Path(rel).parts[0])
-    return sorted(folders)

@@ -27,7 +27,8 @@ PUSHED_SETTINGS = {"schema_file", "annotators_per_row", "context_rows", "media_u
 
 def push_fingerprint(ctx: CorpusContext) -> str:
     media = {sid: session_video(ctx.project, sid) for sid in ctx.rows}
-    return fingerprint("push", "1", rows=ctx.rows, media=media, schema=ctx.schema_sha,
+    # "2": push also publishes the media root (build/labelstudio/media/): a build made before it pushes once more
+    return fingerprint("push", "2", rows=ctx.rows, media=media, schema=ctx.schema_sha,
                        settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
 
 

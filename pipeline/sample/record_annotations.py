@@ -129,7 +129,7 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
     if paths.data.exists():
         raise RescueError(f"{paths.data} exists: the recording needs a fresh, empty server",
                           f"move {paths.base} away, or pass another --root")
-    server.start(paths, project.root, annotate, project_root=project.root, template=template, die_with_parent=True)
+    server.start(paths, annotate, project_root=project.root, template=template, die_with_parent=True)
     try:
         connection = server.connect(project, paths)
         client = Client(connection)
