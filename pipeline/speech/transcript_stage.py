@@ -166,18 +166,18 @@ def make_rows(project: Project, entry: CatalogEntry, settings: Settings) -> tupl
 
 def cut_clips(project: Project, entry: CatalogEntry, rows: list[TranscriptRow], workdir: Path,
               final_dir: Path) -> list[TranscriptRow]:
-    """One re-encoded clip per row (clips/NNN.mp4, NNN = row index) for annotators."""
+    """One re-encoded clip per row (clips/NNN.mp4, NNN = row index) for annotators, a few ffmpeg passes per
+    session (see ffmpeg_adapter.cut_clips)."""
     media = transcribe.read_media(project, entry.session_id)
-    source = project.abs(media.session_video)
     folder = workdir / CLIPS_FOLDER
     folder.mkdir(exist_ok=True)
-    out = []
+    spans, out = [], []
     for row in rows:
         name = f"{row.row_index:03d}.mp4"
         end = min(row.end, media.duration)
-        ffmpeg_adapter.cut_clip(source, folder / name, start=row.start, end=max(end, row.start + 0.05),
-                                has_video=media.video_stream is not None)
+        spans.append(ffmpeg_adapter.ClipSpan(folder / name, row.start, max(end, row.start + 0.05)))
         out.append(row.model_copy(update={"clip": project.rel(final_dir / CLIPS_FOLDER / name)}))
+    ffmpeg_adapter.cut_clips(project.abs(media.session_video), spans, has_video=media.video_stream is not None)
     return out
 
 
