@@ -20,7 +20,7 @@ from pipeline.runner import Context
 from pipeline.speech import audio as wav
 from pipeline.speech import diarize, mapping
 from pipeline.speech.records import SpeakerTurn
-from pipeline.speech.transcript_stage import write_speaker_map
+from pipeline.speech.speaker_map import write_speaker_map
 from pipeline.store import sha256_file, write_jsonl_atomic, write_record_atomic
 from pipeline.transcripts import read_rows
 from tests.speech_fixtures import COUPLE, run_stages

@@ -184,7 +184,7 @@ def test_a_small_label_next_to_another_is_flagged_as_a_likely_split() -> None:
 
 
 def test_refresh_carries_names_to_new_labels_by_turn_overlap() -> None:
-    from pipeline.speech.refresh import carry_names
+    from pipeline.speech.carry_over import carry_names
 
     old = _turns((0, 10, "SPEAKER_00"), (10, 20, "SPEAKER_01"), (20, 30, "SPEAKER_02"), (30, 40, "SPEAKER_00"))
     names = {"SPEAKER_00": "Maya", "SPEAKER_01": "Daniel", "SPEAKER_02": "Therapist"}
