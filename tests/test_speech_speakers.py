@@ -20,7 +20,6 @@ from pipeline.runner import Context
 from pipeline.speech import audio as wav
 from pipeline.speech import diarize, mapping
 from pipeline.speech.records import SpeakerTurn
-from pipeline.speech.speaker_map import write_speaker_map
 from pipeline.store import sha256_file, write_jsonl_atomic, write_record_atomic
 from pipeline.transcripts import read_rows
 from tests.speech_fixtures import COUPLE, run_stages
@@ -138,6 +137,8 @@ def test_refresh_carries_names_to_relabelled_voices_and_marks_the_rest_unknown(u
     record = diarize.read_diarization(unnamed, COUPLE)
     write_record_atomic(folder / "diarization.json",
                         record.model_copy(update={"turns_sha256": sha256_file(folder / "turns.jsonl")}))
+    from pipeline.speech.speaker_map import write_speaker_map
+
     context = Context.load(unnamed)
     result = write_speaker_map(unnamed, context.select([COUPLE])[0], context.settings, refresh=True)
     data = tomllib.loads(path.read_text(encoding="utf-8"))

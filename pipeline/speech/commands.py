@@ -86,10 +86,12 @@ def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
 
 @click.command()
 @click.argument("session_ids", nargs=-1)
-@click.option("--refresh", is_flag=True, help="Replace a file made for an older diarization (kept as .bak).")
+@click.option("--refresh", is_flag=True, help="Replace a file made for an older diarization (kept as .bak), carrying "
+              "its names to the new labels whose turns overlap the old ones.")
 @click.pass_context
 def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
-    """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check."""
+    """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check, with
+    audio snippets (build/snippets/) and first words of each label's longest turns."""
     from pipeline.cli import _project, _run_stages, console
     from pipeline.runner import Context
     from pipeline.speech.speaker_evidence import snippets_dir

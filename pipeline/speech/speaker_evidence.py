@@ -98,20 +98,28 @@ def describe(found: LabelEvidence) -> list[str]:
     return lines
 
 
-def _nearest_other(ordered: Sequence[SpeakerTurn], index: int) -> str | None:
-    """The label of the other-label turn closest in time to ordered[index] (overlapping counts as 0 s away)."""
-    turn = ordered[index]
-    best: tuple[float, str] | None = None
-    for step in (-1, 1):
-        j = index + step
-        while 0 <= j < len(ordered) and ordered[j].label == turn.label:
-            j += step
-        if 0 <= j < len(ordered):
-            other = ordered[j]
-            gap = max(other.start - turn.end, turn.start - other.end, 0.0)
-            if best is None or gap < best[0]:
-                best = (gap, other.label)
-    return best[1] if best else None
+def _nearest_others(ordered: Sequence[SpeakerTurn]) -> list[str | None]:
+    """For each turn, the label of the closest turn of another label before or after it (overlapping counts as
+    0 s away); two linear passes, so hours of turns stay cheap."""
+    before: list[int | None] = [None] * len(ordered)
+    after: list[int | None] = [None] * len(ordered)
+    for index in range(1, len(ordered)):  # the last turn of another label before each turn
+        previous = index - 1
+        before[index] = previous if ordered[previous].label != ordered[index].label else before[previous]
+    for index in range(len(ordered) - 2, -1, -1):
+        following = index + 1
+        after[index] = following if ordered[following].label != ordered[index].label else after[following]
+    nearest: list[str | None] = []
+    for index, turn in enumerate(ordered):
+        best: tuple[float, str] | None = None
+        for other_index in (before[index], after[index]):
+            if other_index is not None:
+                other = ordered[other_index]
+                gap = max(other.start - turn.end, turn.start - other.end, 0.0)
+                if best is None or gap < best[0]:
+                    best = (gap, other.label)
+        nearest.append(best[1] if best else None)
+    return nearest
 
 
 def likely_splits(turns: Sequence[SpeakerTurn], max_share: float) -> list[str]:
@@ -121,10 +129,9 @@ def likely_splits(turns: Sequence[SpeakerTurn], max_share: float) -> list[str]:
     speech: dict[str, float] = {}
     counts: dict[str, int] = {}
     beside: dict[str, dict[str, float]] = {}
-    for index, turn in enumerate(ordered):
+    for turn, other in zip(ordered, _nearest_others(ordered)):
         speech[turn.label] = speech.get(turn.label, 0.0) + turn.end - turn.start
         counts[turn.label] = counts.get(turn.label, 0) + 1
-        other = _nearest_other(ordered, index)
         if other is not None:
             near = beside.setdefault(turn.label, {})
             near[other] = near.get(other, 0.0) + turn.end - turn.start
