@@ -95,7 +95,7 @@ def test_speakers_file_lists_snippets_and_first_words_of_several_turns(unnamed: 
             reference = wav.read_span(audio, start - 0.05, end + 0.05)
             expected = (reference * 32768).astype("<i2")
             assert 0.5 * (end - start) * 16_000 <= samples.size <= expected.size
-            hits = np.flatnonzero(np.convolve(expected == samples[0], [1], "same"))
+            hits = np.flatnonzero(expected == samples[0])  # candidate offsets of the first sample
             assert any(np.array_equal(expected[i: i + samples.size], samples) for i in hits)
 
 
