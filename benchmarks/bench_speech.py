@@ -116,7 +116,7 @@ def bench(repeats: int) -> dict:
         with tempfile.TemporaryDirectory() as scratch:
             final = project.session_dir("transcripts", entry.session_id)  # only names the clips' paths
             clips_wall, _ = fastest(lambda: cut_clips(project, entry, rows, Path(scratch), final), 1)
-        stages["clips"] = {"wall_s": clips_wall, "inference_s": 0.0, "note": "ffmpeg re-encode, one per row"}
+        stages["clips"] = {"wall_s": clips_wall, "inference_s": 0.0, "note": "ffmpeg re-encode, one process per 16 rows"}
         for values in stages.values():
             values["rtf"] = values["wall_s"] / media.duration
         sessions.append({

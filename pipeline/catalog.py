@@ -1,7 +1,8 @@
 """The session catalog: every `sessions.csv` under raw_video/, validated into `CatalogEntry` records.
 
 Columns (header required, order free): session_id, scenario, participants (names separated by ';'),
-video, sha256, subtitles, clip_start, clip_end, source. `video` and `subtitles` are relative to the
+video, sha256, subtitles, clip_start, clip_end, source, and optionally therapist (empty or yes: a therapist
+speaks, the default; no: only the participants do). `video` and `subtitles` are relative to the
 folder of the CSV file that lists them and must stay inside raw_video/. Times are seconds or
 HH:MM:SS[.,]mmm.
 """
@@ -25,6 +26,8 @@ from pipeline.store import write_text_atomic
 CATALOG_NAME = "sessions.csv"
 COLUMNS = ("session_id", "scenario", "participants", "video", "sha256", "subtitles", "clip_start", "clip_end", "source")
 REQUIRED = frozenset({"session_id", "scenario", "participants", "video", "sha256"})
+OPTIONAL_COLUMNS = ("therapist",)  # written only where a session needs them, so older catalogs stay valid
+_YES, _NO = frozenset({"", "yes", "true", "1"}), frozenset({"no", "false", "0"})
 _TIME = re.compile(r"^(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:[.,]\d+)?)$")
 _FIX_CSV = "edit the catalog (see raw_video/README.md for the columns)"
 
@@ -84,6 +87,10 @@ def _entry_from_row(project: Project, csv_path: Path, line: int, row: dict[str, 
         clip_end = parse_time(row["clip_end"]) if row.get("clip_end", "").strip() else None
     except ValueError as exc:
         raise RescueError(f"{where}: clip time is not a number or HH:MM:SS ({exc})", _FIX_CSV) from exc
+    therapist = row.get("therapist", "").strip().lower()
+    if therapist not in _YES | _NO:
+        raise RescueError(f"{where}: therapist {row['therapist'].strip()!r} is not yes or no",
+                          "write no for a session where no therapist speaks; leave it empty otherwise")
     try:
         return CatalogEntry(
             session_id=row["session_id"].strip(),
@@ -95,6 +102,7 @@ def _entry_from_row(project: Project, csv_path: Path, line: int, row: dict[str, 
             clip_start=clip_start,
             clip_end=clip_end,
             source=row.get("source", "").strip(),
+            therapist=therapist in _YES,
         )
     except ValidationError as exc:
         raise RescueError(f"{where}: {describe_validation(exc)}", _FIX_CSV) from exc
@@ -106,12 +114,12 @@ def read_catalog_file(project: Project, csv_path: Path) -> list[Located]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [h.strip() for h in (reader.fieldnames or [])]
     missing = REQUIRED.difference(header)
-    unknown = set(header).difference(COLUMNS)
+    unknown = set(header).difference(COLUMNS, OPTIONAL_COLUMNS)
     if missing or unknown:
         parts = [f"missing column(s) {', '.join(sorted(missing))}" if missing else "",
                  f"unknown column(s) {', '.join(sorted(unknown))}" if unknown else ""]
         raise RescueError(f"{project.rel_or_abs(csv_path)}: {'; '.join(p for p in parts if p)}",
-                          f"use the header: {','.join(COLUMNS)}")
+                          f"use the header: {','.join(COLUMNS)} (optionally also {','.join(OPTIONAL_COLUMNS)})")
     reader.fieldnames = header
     located: list[Located] = []
     for row in reader:
@@ -147,19 +155,31 @@ def load_catalog(project: Project) -> list[Located]:
     return [seen[key] for key in sorted(seen)]
 
 
-def render_catalog(project: Project, csv_path: Path, entries: Iterable[CatalogEntry]) -> str:
-    """CSV text for `entries`, media paths written relative to the CSV's folder."""
+def render_catalog(project: Project, csv_path: Path, entries: Iterable[CatalogEntry],
+                   columns: tuple[str, ...] | None = None) -> str:
+    """CSV text for `entries`, media paths written relative to the CSV's folder. Columns: the given ones, else
+    COLUMNS plus the optional ones some entry needs."""
+    entries = list(entries)
+    if columns is None:
+        columns = (*COLUMNS, "therapist") if any(not e.therapist for e in entries) else COLUMNS
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    writer.writerow(columns)
     folder = lexical(csv_path.parent)
     for entry in entries:
         def rel(path: str | None) -> str:
             return "" if path is None else lexical(project.abs(path)).relative_to(folder).as_posix()
 
-        writer.writerow([entry.session_id, entry.scenario, ";".join(entry.participants), rel(entry.video),
-                         entry.sha256, rel(entry.subtitles), format_time(entry.clip_start),
-                         format_time(entry.clip_end), entry.source])
+        values = {"session_id": entry.session_id, "scenario": entry.scenario,
+                  "participants": ";".join(entry.participants), "video": rel(entry.video), "sha256": entry.sha256,
+                  "subtitles": rel(entry.subtitles), "clip_start": format_time(entry.clip_start),
+                  "clip_end": format_time(entry.clip_end), "source": entry.source,
+                  "therapist": "" if entry.therapist else "no"}
+        lost = [column for column, value in values.items() if value and column not in columns]
+        if lost:
+            raise RescueError(f"{project.rel_or_abs(csv_path)} has no column {', '.join(lost)} for session "
+                              f"{entry.session_id}", f"add {', '.join(lost)} to the file's header")
+        writer.writerow([values[column] for column in columns])
     return out.getvalue()
 
 
@@ -175,11 +195,13 @@ def append_entry(project: Project, csv_path: Path, entry: CatalogEntry) -> None:
                           "choose another --id, or edit that catalog line by hand")
     if not lexical(csv_path).is_relative_to(project.raw_video):
         raise RescueError(f"catalog {csv_path} is not inside raw_video/", "keep catalogs under raw_video/")
-    new_rows = render_catalog(project, csv_path, [entry]).split("\n", 1)[1]
+    current = _read_text(csv_path) if csv_path.exists() else ""
+    header = next(csv.reader(io.StringIO(current)), None) if current else None
+    columns = tuple(h.strip() for h in header) if header else None  # the file's own column order
+    new_rows = render_catalog(project, csv_path, [entry], columns).split("\n", 1)[1]
     if csv_path.exists():
-        current = _read_text(csv_path)
         if current and not current.endswith("\n"):
             current += "\n"
         write_text_atomic(csv_path, current + new_rows)
     else:
-        write_text_atomic(csv_path, ",".join(COLUMNS) + "\n" + new_rows)
+        write_text_atomic(csv_path, render_catalog(project, csv_path, [entry]))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_serializer, model_validator
 
 THERAPIST = "Therapist"
 GROUP_LABELS = {"couple": "Couple", "family": "Family"}
@@ -53,6 +53,16 @@ class CatalogEntry(Record):
     clip_start: float | None = Field(default=None, ge=0)
     clip_end: float | None = Field(default=None, gt=0)
     source: str = Field(default="", description="free-text provenance: show, episode, licence")
+    therapist: bool = Field(default=True, description="a therapist speaks in the session; False (catalog column "
+                            "`therapist` = no) when only the participants do: the speaker count and names follow")
+
+    @model_serializer(mode="wrap")
+    def _leave_out_default_therapist(self, handler):  # type: ignore[no-untyped-def]
+        # Stages fingerprint the dumped entry: leaving the default out keeps every existing session up to date.
+        data = handler(self)
+        if self.therapist and isinstance(data, dict):
+            data.pop("therapist", None)
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> CatalogEntry:

@@ -154,3 +154,37 @@ def test_add_session_refuses_video_without_audio(project: Project) -> None:
     with pytest.raises(RescueError, match="has no audio stream"):
         register_session(project, video=video, session_id="s1", scenario="couple", participants=["A", "B"],
                          settings=IngestSettings())
+
+
+def test_therapist_column_says_a_session_has_no_therapist(project: Project) -> None:
+    """Optional column: empty / yes = a therapist speaks (the default); no = only the participants speak."""
+    write(project, HEADER.strip() + ",therapist\n" + f"a,couple,A;B,a.mp4,{SHA},,,,,no\n"
+          + f"b,couple,A;B,b.mp4,{SHA},,,,,\nc,couple,A;B,c.mp4,{SHA},,,,,Yes\n")
+    entries = {item.entry.session_id: item.entry for item in load_catalog(project)}
+    assert [entries[k].therapist for k in "abc"] == [False, True, True]
+    # without the column every session has a therapist, and old catalogs' entries dump (and fingerprint) as before
+    write(project, HEADER + f"d,couple,A;B,d.mp4,{SHA},,,,\n", "old/sessions.csv")
+    old = next(item.entry for item in load_catalog(project) if item.entry.session_id == "d")
+    assert old.therapist and "therapist" not in old.model_dump()
+    assert entries["a"].model_dump()["therapist"] is False
+
+
+def test_bad_therapist_value_names_file_and_line(project: Project) -> None:
+    write(project, HEADER.strip() + ",therapist\n" + f"a,couple,A;B,a.mp4,{SHA},,,,,maybe\n")
+    message = error_of(project)
+    assert "sessions.csv:2" in message and "therapist" in message and "'maybe'" in message
+
+
+def test_catalog_with_therapist_column_round_trips_and_appends(project: Project) -> None:
+    from pipeline.catalog import render_catalog
+
+    write(project, HEADER.strip() + ",therapist\n" + f"a,couple,A;B,a.mp4,{SHA},,,,,no\n")
+    video = make_video(project.raw_video / "v.mp4", 2.0)
+    register_session(project, video=video, session_id="v", scenario="couple", participants=["A", "B"],
+                     settings=IngestSettings())
+    entries = [item.entry for item in load_catalog(project)]
+    assert [(e.session_id, e.therapist) for e in entries] == [("a", False), ("v", True)]
+    path = project.raw_video / "sessions.csv"
+    assert [item.entry for item in load_catalog(project)] == entries
+    path.write_text(render_catalog(project, path, entries), encoding="utf-8")
+    assert [item.entry for item in load_catalog(project)] == entries

@@ -85,7 +85,7 @@ def test_without_named_subtitles_no_label_is_guessed(copy_built) -> None:
     turns = diarize.read_turns(project, COUPLE)
     labels = {t.label for t in turns}
     with pytest.raises(RescueError) as caught:
-        plan_speakers(project, entry, context.settings, turns, "x", named=[], needed=labels, label_words={})
+        plan_speakers(project, entry, context.settings, turns, "x", named=[], needed=labels, said=[])
     assert "no named subtitle overlaps it" in caught.value.message
     assert f"rescue speakers {COUPLE}" in caught.value.fix
 
@@ -135,6 +135,6 @@ def test_proposal_reads_subtitle_names_case_insensitively(built_samples) -> None
 
     named = [SpeechSegment(start=t.start, end=t.end, text="x", speaker_name="THERAPIST") for t in turns
              if t.label == "SPEAKER_00"]
-    proposals = mapping.propose(turns, named, mapping.allowed_names(entry), {}, context.settings.speech.rows, {})
+    proposals = mapping.propose(turns, named, mapping.allowed_names(entry), {}, context.settings.speech.rows)
     assert proposals["SPEAKER_00"].name == "Therapist" and proposals["SPEAKER_00"].confident
     assert not proposals["SPEAKER_01"].confident and proposals["SPEAKER_01"].name == ""

@@ -168,3 +168,26 @@ def test_transcribe_flags_override_settings_for_that_run_only(copy_built) -> Non
     entry = context.select([COUPLE])[0]
     # the settings file still says 8: the next build brings the session back in line with it
     assert session_status(context, STAGES["transcribe"], entry).state == "stale"
+
+
+def test_score_transcript_reads_stm_references(built_samples: Project, tmp_path) -> None:
+    """An STM reference (recording channel speaker begin end [<label>] words) gives both the text (WER) and the
+    speaker turns (DER); made here from the sample's ground truth, with comments and a label field."""
+    truth = _truth(built_samples, COUPLE)
+    references = tmp_path / "refs"
+    stm = references / f"{COUPLE}.stm"
+    stm.parent.mkdir(parents=True)
+    lines = [';; CATEGORY "0" "" ""', ";; reference made from the sample's truth"]
+    lines += [f"maya_and_daniel 1 {t.speaker} {t.start:.3f} {t.end:.3f} <o,f0,unknown> {t.text}" for t in truth.turns]
+    stm.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["--root", str(built_samples.root), "score-transcript", COUPLE, "--json",
+                                       "--references", str(references)])
+    assert result.exit_code == 0, result.output
+    session = json.loads(result.output)["sessions"][0]
+    assert session["reference"] == "maya_and_daniel.stm"
+    assert session["reference_words"] > 250 and session["wer"] < 0.25
+    assert session["der"]["der"] < 0.15 and session["rows_der"]["der"] < 0.15
+    stm.write_text("other 1 A 0 1 hello\nthird 1 B 1 2 there\n", encoding="utf-8")
+    refused = CliRunner().invoke(main, ["--root", str(built_samples.root), "score-transcript", COUPLE,
+                                        "--references", str(references)])
+    assert refused.exit_code == 1 and "maya_and_daniel.stm holds recordings other, third" in refused.output

@@ -150,3 +150,89 @@ def test_windows_are_cut_at_quiet_points_and_read_in_bounded_memory(tmp_path: Pa
     assert len(spans) >= 12 and spans[0][0] == 0.0 and spans[-1][1] == pytest.approx(7200.0)
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])) and all(e - s <= 600.0 for s, e in spans)
     assert -25 < level < -15
+
+
+def _turns(*spans: tuple[float, float, str]) -> list[SpeakerTurn]:
+    return [SpeakerTurn(start=s, end=e, label=label) for s, e, label in spans]
+
+
+def test_a_session_without_therapist_expects_only_its_participants() -> None:
+    from pipeline.records import CatalogEntry
+    from pipeline.speech.diarize import catalog_speakers
+    from pipeline.speech.mapping import allowed_names
+
+    common = dict(session_id="s", scenario="couple", participants=("Ann", "Bob"), video="raw_video/s.mp4",
+                  sha256="a" * 64)
+    alone, treated = CatalogEntry(**common, therapist=False), CatalogEntry(**common)
+    assert catalog_speakers(alone) == 2 and allowed_names(alone) == ("Ann", "Bob")
+    assert catalog_speakers(treated) == 3 and allowed_names(treated) == ("Ann", "Bob", "Therapist")
+    assert speaker_bounds(catalog_speakers(alone), DiarizationSettings()) == (None, 2, 4)
+
+
+def test_a_small_label_next_to_another_is_flagged_as_a_likely_split() -> None:
+    from pipeline.speech.speaker_evidence import likely_splits
+
+    # A and B alternate; C speaks twice, each time right after A, for 3 s of A's 40 s
+    turns = _turns((0, 10, "A"), (10, 11.5, "C"), (12, 22, "B"), (22, 32, "A"), (32, 33.5, "C"), (34, 54, "B"),
+                   (54, 74, "A"))
+    warnings = likely_splits(turns, 0.15)
+    assert len(warnings) == 1 and warnings[0].startswith("C ") and "next to A" in warnings[0]
+    assert likely_splits(turns, 0.0) == []
+    balanced = _turns((0, 10, "A"), (10, 20, "B"), (20, 30, "C"), (30, 40, "A"))
+    assert likely_splits(balanced, 0.15) == []
+    assert likely_splits(_turns((0, 5, "A")), 0.15) == []
+
+
+def test_refresh_carries_names_to_new_labels_by_turn_overlap() -> None:
+    from pipeline.speech.carry_over import carry_names
+
+    old = _turns((0, 10, "SPEAKER_00"), (10, 20, "SPEAKER_01"), (20, 30, "SPEAKER_02"), (30, 40, "SPEAKER_00"))
+    names = {"SPEAKER_00": "Maya", "SPEAKER_01": "Daniel", "SPEAKER_02": "Therapist"}
+    # relabelled, edges moved by 0.2 s; SPEAKER_02 now spans two old voices; SPEAKER_03 is new speech
+    new = _turns((0.2, 10.1, "SPEAKER_01"), (10.1, 25, "SPEAKER_02"), (25, 30, "SPEAKER_02"),
+                 (30.2, 40, "SPEAKER_01"), (41, 45, "SPEAKER_03"), (45, 50, "SPEAKER_00"))
+    carried = carry_names(old, names, new, min_share=0.8)
+    assert carried["SPEAKER_01"].name == "Maya" and carried["SPEAKER_01"].share > 0.95
+    assert carried["SPEAKER_01"].old_labels == ("SPEAKER_00",)
+    assert set(carried) == {"SPEAKER_01"}  # SPEAKER_02 is mixed, SPEAKER_03 and SPEAKER_00 overlap nothing named
+    # two old labels with the same name count together
+    merged = carry_names(old, {**names, "SPEAKER_02": "Daniel"}, new, min_share=0.8)
+    assert merged["SPEAKER_02"].name == "Daniel" and merged["SPEAKER_02"].old_labels == ("SPEAKER_01", "SPEAKER_02")
+
+
+STM_TEXT = """;; CATEGORY "0" "" ""
+;; a comment line
+rec1 1 Maya 0.50 2.25 <o,f0,female> Hello there, how are you?
+rec1 1 Daniel 2.40 3.00 fine
+rec1 1 excluded_region 3.00 4.00 ignore_time_segment_in_scoring
+rec1 1 Maya 4.00 5.50 IGNORE_TIME_SEGMENT_IN_SCORING
+rec2 A Zoe 0 1 other recording
+rec1 1 Maya 6 7
+"""
+
+
+def test_stm_reader_keeps_speakers_times_and_text(tmp_path: Path) -> None:
+    from pipeline.speech.stm import read_stm
+
+    path = tmp_path / "ref.stm"
+    path.write_text(STM_TEXT, encoding="utf-8")
+    segments = read_stm(path)
+    assert [(s.recording, s.speaker, s.start, s.end, s.text) for s in segments] == [
+        ("rec1", "Maya", 0.5, 2.25, "Hello there, how are you?"), ("rec1", "Daniel", 2.4, 3.0, "fine"),
+        ("rec2", "Zoe", 0.0, 1.0, "other recording"), ("rec1", "Maya", 6.0, 7.0, "")]
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("rec1 1 Maya 0.5", "expected at least 5 fields"),
+    ("rec1 1 Maya zero 2.0 hi", "begin time 'zero' is not a number"),
+    ("rec1 1 Maya 3.0 2.0 hi", "ends (2.0) before it begins (3.0)"),
+])
+def test_stm_reader_names_file_and_line_of_a_bad_segment(tmp_path: Path, line: str, expected: str) -> None:
+    from pipeline.errors import RescueError
+    from pipeline.speech.stm import read_stm
+
+    path = tmp_path / "ref.stm"
+    path.write_text(f";; header\nrec1 1 Maya 0 1 fine\n{line}\n", encoding="utf-8")
+    with pytest.raises(RescueError) as caught:
+        read_stm(path)
+    assert f"{path}:3" in caught.value.message and expected in caught.value.message

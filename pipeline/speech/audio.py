@@ -48,6 +48,21 @@ def read_span(path: Path, start: float, end: float) -> np.ndarray:
     return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
 
 
+def copy_span(source: Path, target: Path, start: float, end: float) -> float:
+    """Write [start, end) seconds of the WAV `source` to `target` (same format, samples copied as they are);
+    returns the seconds written."""
+    with wave.open(str(source), "rb") as handle:
+        params = handle.getparams()
+        first = min(params.nframes, max(0, round(start * params.framerate)))
+        last = min(params.nframes, max(first, round(end * params.framerate)))
+        handle.setpos(first)
+        data = handle.readframes(last - first)
+    with wave.open(str(target), "wb") as out:
+        out.setparams(params)
+        out.writeframes(data)
+    return (last - first) / params.framerate
+
+
 def _frame_rms(samples: np.ndarray, frame: int) -> np.ndarray:
     usable = samples[: samples.size // frame * frame]
     if usable.size == 0:

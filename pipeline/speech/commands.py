@@ -86,31 +86,41 @@ def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
 
 @click.command()
 @click.argument("session_ids", nargs=-1)
-@click.option("--refresh", is_flag=True, help="Replace a file made for an older diarization (kept as .bak).")
+@click.option("--refresh", is_flag=True, help="Replace a file made for an older diarization (kept as .bak), carrying "
+              "its names to the new labels whose turns overlap the old ones.")
 @click.pass_context
 def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
-    """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check."""
+    """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check, with
+    audio snippets (build/snippets/) and first words of each label's longest turns."""
     from pipeline.cli import _project, _run_stages, console
     from pipeline.runner import Context
-    from pipeline.speech.transcript_stage import write_speaker_map
+    from pipeline.speech.speaker_evidence import snippets_dir
+    from pipeline.speech.speaker_map import write_speaker_map
 
     project = _project(ctx)
     if _run_stages(project, ["ingest", "transcribe", "diarize"], session_ids, 1):
         sys.exit(1)
     context = Context.load(project)
     for entry in context.select(session_ids):
-        path, proposals = write_speaker_map(project, entry, context.settings, refresh=refresh)
-        console.print(f"{entry.session_id}: wrote {project.rel(path)}", highlight=False)
-        for proposal in proposals.values():
-            mark = "ok " if proposal.confident else "?? "
-            console.print(f"  {mark}{proposal.label} -> {proposal.name or '(unknown)'}: {proposal.evidence}",
-                          highlight=False)
+        written = write_speaker_map(project, entry, context.settings, refresh=refresh)
+        console.print(f"{entry.session_id}: wrote {project.rel(written.path)}; listen to the snippets in "
+                      f"{project.rel(snippets_dir(project, entry.session_id))}/", highlight=False)
+        for proposal in written.proposals.values():
+            carried = written.carried.get(proposal.label)
+            mark = "ok " if proposal.confident or carried else "?? "
+            name = carried.name if carried else proposal.name
+            why = (f"carried from {' + '.join(carried.old_labels)} ({carried.share:.0%} overlap)" if carried
+                   else proposal.evidence)
+            console.print(f"  {mark}{proposal.label} -> {name or '(unknown)'}: {why}", highlight=False)
+        for warning in written.warnings:
+            console.print(f"  warning: {warning}", highlight=False)
 
 
 @click.command("score-transcript")
 @click.argument("session_ids", nargs=-1)
 @click.option("--references", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder with <session_id>.rttm and <session_id>.srt/.vtt/.txt (default: catalog subtitles).")
+              help="Folder with <session_id>.stm (text + speakers), or <session_id>.srt/.vtt/.txt, and optionally "
+              "<session_id>.rttm (speakers) (default: catalog subtitles).")
 @click.option("--collar", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="DER: seconds forgiven around each reference boundary.")
 @click.option("--skip-overlap", is_flag=True, help="DER: do not score overlapped reference speech.")

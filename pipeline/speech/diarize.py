@@ -36,12 +36,17 @@ def read_diarization(project: Project, session_id: str) -> DiarizationRecord:
     return DiarizationRecord.model_validate_json(path.read_text(encoding="utf-8"))
 
 
-def speaker_bounds(catalog_speakers: int, settings: DiarizationSettings) -> tuple[int | None, int | None, int | None]:
+def catalog_speakers(entry: CatalogEntry) -> int:
+    """Voices the catalog expects: the participants, plus the therapist unless its `therapist` column says no."""
+    return len(entry.participants) + (1 if entry.therapist else 0)
+
+
+def speaker_bounds(expected: int, settings: DiarizationSettings) -> tuple[int | None, int | None, int | None]:
     """(num_speakers, min_speakers, max_speakers) passed to pyannote, from the catalog's count."""
     if settings.speaker_count == "exact":
-        return catalog_speakers, None, None
+        return expected, None, None
     if settings.speaker_count == "at_least":
-        return None, catalog_speakers, catalog_speakers + settings.extra_speakers
+        return None, expected, expected + settings.extra_speakers
     return None, None, None
 
 
@@ -147,22 +152,22 @@ def diarize_session(project: Project, entry: CatalogEntry, settings: Settings, w
 
     media = read_media(project, entry.session_id)
     resolved = resolve_diarization(settings.speech.diarization)
-    catalog_speakers = len(entry.participants) + 1
-    bounds = speaker_bounds(catalog_speakers, resolved)
+    expected = catalog_speakers(entry)
+    bounds = speaker_bounds(expected, resolved)
     result = diarize_audio(project.abs(media.audio), resolved, bounds)
     write_jsonl_atomic(workdir / TURNS_FILE, result.turns)
     write_rttm(workdir / RTTM_FILE, entry.session_id, [(t.start, t.end, t.label) for t in result.turns])
     stats = label_stats(result.turns)
     warnings = list(result.warnings)
-    if len(stats) > catalog_speakers:
-        warnings.append(f"heard {len(stats)} speakers, the catalog lists {catalog_speakers} "
-                        f"({', '.join(entry.participants)} + Therapist)")
+    if len(stats) > expected:
+        warnings.append(f"heard {len(stats)} speakers, the catalog lists {expected} "
+                        f"({', '.join(entry.participants)}{' + Therapist' if entry.therapist else ', no therapist'})")
     loaded = result.loaded
     record = DiarizationRecord(
         session_id=entry.session_id, pipeline=resolved.pipeline,
         segmentation_model=loaded.segmentation_model if loaded else "",
         embedding_model=loaded.embedding_model if loaded else "", clustering=loaded.clustering if loaded else "",
-        device=resolved.device, packages=pyannote_adapter.package_versions(), catalog_speakers=catalog_speakers,
+        device=resolved.device, packages=pyannote_adapter.package_versions(), catalog_speakers=expected,
         num_speakers=bounds[0], min_speakers=bounds[1], max_speakers=bounds[2], labels=stats,
         speech_seconds=round(sum(t.end - t.start for t in result.turns), 3),
         overlap_seconds=overlap_seconds(result.turns), windows=result.windows,

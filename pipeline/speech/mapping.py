@@ -13,7 +13,9 @@ from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import THERAPIST, CatalogEntry
 from pipeline.speech.records import SpeakerTurn, SpeechSegment
+from pipeline.speech.carry_over import Carried
 from pipeline.speech.settings import RowSettings
+from pipeline.speech.speaker_evidence import LabelEvidence, clock, describe
 
 MAPS_FOLDER = "speaker_maps"
 
@@ -24,7 +26,8 @@ def mapping_path(project: Project, session_id: str) -> Path:
 
 
 def allowed_names(entry: CatalogEntry) -> tuple[str, ...]:
-    return (*entry.participants, THERAPIST)
+    """The names a label may get: the participants, and Therapist unless the catalog says no therapist speaks."""
+    return (*entry.participants, THERAPIST) if entry.therapist else entry.participants
 
 
 def canonical(name: str | None, allowed: Sequence[str], names_map: dict[str, str]) -> str | None:
@@ -58,12 +61,8 @@ class MappingFile:
     names: dict[str, str] = field(default_factory=dict)
 
 
-def _clock(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{seconds % 60:04.1f}"
-
-
 def propose(turns: Sequence[SpeakerTurn], named: Sequence[SpeechSegment], allowed: Sequence[str],
-            names_map: dict[str, str], settings: RowSettings, first_words: dict[str, str]) -> dict[str, Proposal]:
+            names_map: dict[str, str], settings: RowSettings) -> dict[str, Proposal]:
     """For each label: the subtitle name whose cues overlap its turns the most. Confident when that name is a
     catalog name and covers at least `mapping_min_share` of the label's named-cue time and
     `mapping_min_seconds` seconds."""
@@ -84,9 +83,7 @@ def propose(turns: Sequence[SpeakerTurn], named: Sequence[SpeechSegment], allowe
                 per[key] = per.get(key, 0.0) + shared
     proposals = {}
     for label in sorted(speech):
-        about = f"{speech[label]:.1f} s of speech, first at {_clock(first[label])}"
-        if label in first_words:
-            about += f' "{first_words[label]}"'
+        about = f"{speech[label]:.1f} s of speech, first at {clock(first[label])}"
         per = {k: v for k, v in overlap.get(label, {}).items() if k}
         total = sum(per.values())
         if not total:
@@ -137,33 +134,55 @@ def check_mapping(project: Project, mapping: MappingFile, entry: CatalogEntry, t
                           "use a catalog participant name or Therapist (add missing people to the catalog)")
 
 
-def render_mapping(entry: CatalogEntry, turns_sha256: str, proposals: dict[str, Proposal],
-                   kept: MappingFile | None, unknown_names: Iterable[str]) -> str:
-    """The mapping file's text: kept values from an existing file win over proposals; comments explain."""
+def render_mapping(entry: CatalogEntry, turns_sha256: str, proposals: dict[str, Proposal], kept: MappingFile | None,
+                   unknown_names: Iterable[str], *, evidence: dict[str, LabelEvidence] | None = None,
+                   carried: dict[str, Carried] | None = None, names: dict[str, str] | None = None,
+                   notes: Sequence[str] = ()) -> str:
+    """The mapping file's text. A label's value: kept from the existing file (same diarization), else carried
+    from the file of an older diarization, else the proposal. Comments above each label: its snippets and the
+    first words of its longest turns; `notes` (likely splits, what could not be carried) go on top."""
     import tomlkit
 
     allowed = allowed_names(entry)
+    evidence, carried = evidence or {}, carried or {}
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Speaker mapping for session {entry.session_id}, written by `rescue speakers`."))
     doc.add(tomlkit.comment(f"Map every diarization label to one of: {', '.join(allowed)}. Several labels may"))
     doc.add(tomlkit.comment("name the same person. Leave a value empty only for a label that says nothing."))
+    doc.add(tomlkit.comment("Listen to the snippets listed above each label (16 kHz WAV, the start of its longest"))
+    doc.add(tomlkit.comment("turns) before you decide."))
+    for note in notes:
+        doc.add(tomlkit.comment(f"NOTE: {note}"))
     doc.add(tomlkit.comment("Then run `rescue build`. The labels belong to the diarization with this hash:"))
     doc.add("session_id", entry.session_id)
     doc.add("diarization_sha256", turns_sha256)
     labels = tomlkit.table()
     for label, proposal in sorted(proposals.items()):
-        value = kept.labels.get(label, proposal.name) if kept else proposal.name
+        if label in evidence:
+            for line in describe(evidence[label]):
+                labels.add(tomlkit.comment(line))
+        if kept and label in kept.labels:
+            value, status = kept.labels[label], "kept from your file"
+        elif label in carried:
+            found = carried[label]
+            value = found.name
+            status = (f"carried from {' + '.join(found.old_labels)} of the file for the previous diarization "
+                      f"({found.share:.0%} of its speech overlaps their turns)")
+            if proposal.confident and proposal.name != found.name:
+                status += f"; CHECK: subtitles propose {proposal.name}"
+        else:
+            value = proposal.name
+            status = ("proposed, confident" if proposal.confident else "NOT CONFIDENT: check" if value
+                      else "UNKNOWN: fill in")
         item = tomlkit.string(value)
-        status = "kept from your file" if kept and label in kept.labels else \
-            ("proposed, confident" if proposal.confident else "NOT CONFIDENT: check" if value else "UNKNOWN: fill in")
         item.comment(f"{status} -- {proposal.evidence}")
         labels.add(label, item)
     doc.add("labels", labels)
-    names = tomlkit.table()
-    names.add(tomlkit.comment("subtitle speaker prefixes that are not catalog names -> a catalog name, "
+    table = tomlkit.table()
+    table.add(tomlkit.comment("subtitle speaker prefixes that are not catalog names -> a catalog name, "
                               "or '' if the prefix is not a speaker"))
-    previous = kept.names if kept else {}
+    previous = names if names is not None else (kept.names if kept else {})
     for name in sorted({*previous, *unknown_names}):
-        names.add(name, previous.get(name, "?"))  # "?" is refused until someone decides
-    doc.add("names", names)
+        table.add(name, previous.get(name, "?"))  # "?" is refused until someone decides
+    doc.add("names", table)
     return tomlkit.dumps(doc)

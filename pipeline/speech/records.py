@@ -73,7 +73,8 @@ class DiarizationRecord(Record):
     clustering: str
     device: str
     packages: dict[str, str] = Field(default_factory=dict)
-    catalog_speakers: int = Field(description="participants + Therapist")
+    catalog_speakers: int = Field(description="participants + Therapist (participants only where the catalog "
+                                  "says no therapist speaks)")
     num_speakers: int | None = None
     min_speakers: int | None = None
     max_speakers: int | None = None

@@ -1,8 +1,9 @@
 """Transcript quality against references: WER (jiwer) of the rows' text and DER (pyannote.metrics) of the
 diarization turns and of the named rows, per session and overall.
 
-References per session: `<dir>/<session_id>.rttm` and `<dir>/<session_id>.{srt,vtt,txt}` when a reference
-folder is given; otherwise the catalog's subtitles (text, and speaker turns from `Name:` prefixes when every
+References per session: `<dir>/<session_id>.stm` (text and speaker turns), or `<dir>/<session_id>.{srt,vtt,txt}`
+(text), with `<dir>/<session_id>.rttm` (speaker turns; preferred over the STM's) when a reference folder is
+given; otherwise the catalog's subtitles (text, and speaker turns from `Name:` prefixes when every
 cue has one). DER settings are stated in the result: collar (seconds forgiven around each reference
 boundary) and whether overlapped speech is scored.
 """
@@ -36,31 +37,53 @@ def _normalise():  # -> jiwer transform
                           jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
 
 
+def _stm_reference(path: Path, session_id: str, encoding: str) -> tuple[str, list[Turn]]:
+    """Text and speaker turns of one recording in an STM file: the recording named like the session (its id, or
+    the id's last part), or the only one."""
+    from pipeline.speech.stm import read_stm
+
+    segments = read_stm(path, encoding)
+    recordings = sorted({s.recording for s in segments})
+    wanted = next((r for r in (session_id, session_id.rsplit("/", 1)[-1]) if r in recordings), None)
+    if wanted is None and len(recordings) > 1:
+        raise RescueError(f"{path} holds recordings {', '.join(recordings)}, none named {session_id!r}",
+                          f"name the session's recording {session_id.rsplit('/', 1)[-1]!r} in its first column, or "
+                          "keep one recording per file")
+    mine = sorted((s for s in segments if wanted is None or s.recording == wanted), key=lambda s: s.start)
+    return " ".join(s.text for s in mine if s.text), [(s.start, s.end, s.speaker) for s in mine if s.end > s.start]
+
+
 def load_reference(project: Project, entry: CatalogEntry, folder: Path | None, encoding: str) -> Reference:
     media = transcribe.read_media(project, entry.session_id)
     if folder is not None:
         base = folder / entry.session_id
-        text_file = next((base.with_name(base.name + ext) for ext in (".srt", ".vtt", ".txt")
+        text_file = next((base.with_name(base.name + ext) for ext in (".stm", ".srt", ".vtt", ".txt")
                           if base.with_name(base.name + ext).is_file()), None)
         rttm = base.with_name(base.name + ".rttm")
         if text_file is None:
-            raise RescueError(f"no reference transcript {base}.srt/.vtt/.txt for {entry.session_id}",
+            raise RescueError(f"no reference transcript {base}.stm/.srt/.vtt/.txt for {entry.session_id}",
                               "put one there, or leave out --references to score against the catalog's subtitles")
-        if text_file.suffix == ".txt":
+        turns = None
+        if text_file.suffix == ".stm":
+            text, stm_turns = _stm_reference(text_file, entry.session_id, encoding)
+            turns = stm_turns or None
+        elif text_file.suffix == ".txt":
             text = text_file.read_text(encoding="utf-8")
         else:
             read = read_subtitles(text_file, str(text_file), encoding)
             text = " ".join(s.text for s in cue_segments(read, 0.0, float("inf"))[0])
-        turns = None
         if rttm.is_file():
             from pipeline.speech.pyannote_core_adapter import read_rttm
 
             found = read_rttm(rttm)
-            turns = found.get(entry.session_id) or (next(iter(found.values())) if len(found) == 1 else None)
-        return Reference(text, turns, f"{text_file.name}{' + ' + rttm.name if turns is not None else ''}")
+            from_rttm = found.get(entry.session_id) or (next(iter(found.values())) if len(found) == 1 else None)
+            if from_rttm is not None:
+                return Reference(text, from_rttm, f"{text_file.name} + {rttm.name}")
+        return Reference(text, turns, text_file.name)
     if not entry.subtitles:
         raise RescueError(f"session {entry.session_id} has no subtitles to score against",
-                          "give --references DIR holding <session_id>.rttm and <session_id>.srt/.vtt/.txt")
+                          "give --references DIR holding <session_id>.stm, or <session_id>.rttm and "
+                          "<session_id>.srt/.vtt/.txt")
     read = read_subtitles(project.abs(entry.subtitles), entry.subtitles, encoding)
     segments = cue_segments(read, media.clip_start, media.duration)[0]
     named = all(s.speaker_name for s in segments) and bool(segments)

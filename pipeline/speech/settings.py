@@ -88,8 +88,12 @@ class RowSettings(_Section):
     max_row_seconds: float = Field(30.0, gt=1, description="longer monologues are split at sentence ends")
     overlap_min_seconds: float = Field(0.2, ge=0, description="another speaker this long inside a row marks overlap")
     mapping_min_share: float = Field(0.8, gt=0.5, le=1, description="automatic speaker mapping: share of a "
-                                     "label's named-subtitle time that must agree on one name")
+                                     "label's named-subtitle time that must agree on one name; on `rescue speakers "
+                                     "--refresh`, share of a new label's time that must overlap old labels of one name")
     mapping_min_seconds: float = Field(2.0, ge=0, description="automatic mapping: named-subtitle time needed")
+    split_max_share: float = Field(0.15, ge=0, lt=0.5, description="warn that a label may be one voice split in "
+                                   "two when it holds less than this share of the speech of itself and the label "
+                                   "its turns sit next to (0 = never warn)")
     clips: bool = Field(True, description="cut one media clip per row for annotators (ffmpeg)")
 
 

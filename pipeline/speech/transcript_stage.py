@@ -11,7 +11,7 @@ from pipeline.media import ffmpeg_adapter
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, TranscriptRow
 from pipeline.settings import Settings
-from pipeline.speech import diarize, mapping, transcribe
+from pipeline.speech import diarize, mapping, speaker_evidence, transcribe
 from pipeline.speech.assign import FAR_SECONDS, assign_words, label_for_span
 from pipeline.speech.exports import TranscriptExport, write_exports
 from pipeline.speech.records import SpeakerAssignment, SpeakerTurn, SpeechSegment, TranscriptSummary
@@ -53,17 +53,37 @@ def named_segments(project: Project, entry: CatalogEntry, settings: Settings,
     return [s for s in cue_segments(read, media.clip_start, media.duration)[0] if s.speaker_name]
 
 
-def first_words(units_by_label: dict[str, list[str]]) -> dict[str, str]:
-    return {label: " ".join(texts[:8]) for label, texts in units_by_label.items()}
+def _stop_for_names(project: Project, entry: CatalogEntry, settings: Settings, turns: list[SpeakerTurn],
+                    said: list[speaker_evidence.Said], missing: list[str], proposals: dict[str, mapping.Proposal],
+                    file_used: str | None) -> RescueError:
+    """The stop for unnamed labels, after writing each label's snippets so the person can listen first."""
+    path = mapping.mapping_path(project, entry.session_id)
+    audio = project.abs(transcribe.read_media(project, entry.session_id).audio)
+    evidence = speaker_evidence.write_snippets(project, entry.session_id, audio,
+                                               speaker_evidence.gather(turns, said))
+    details = []
+    for label in missing:
+        about = proposals[label].evidence if label in proposals else label
+        heard = "; ".join(f'"{s.words}"' for s in evidence[label].samples if s.words) if label in evidence else ""
+        details.append(f"{label}: {about}" + (f"; says {heard}" if heard else ""))
+    splits = speaker_evidence.likely_splits(turns, settings.speech.rows.split_max_share)
+    where = project.rel_or_abs(path)
+    action = f"edit {where}" if file_used else f"run `rescue speakers {entry.session_id}`, edit {where}"
+    return RescueError(f"session {entry.session_id}: no confident name for speaker label(s) {', '.join(missing)} "
+                       f"({' | '.join(details)}){''.join(f' | warning: {w}' for w in splits)}; listen to "
+                       f"{project.rel(speaker_evidence.snippets_dir(project, entry.session_id))}/ (snippets of "
+                       "each label's longest turns)",
+                       f"{action}: map each label to one of {', '.join(mapping.allowed_names(entry))}; "
+                       "then run `rescue build`")
 
 
 def plan_speakers(project: Project, entry: CatalogEntry, settings: Settings, turns: list[SpeakerTurn],
                   turns_sha256: str, named: list[SpeechSegment], needed: set[str],
-                  label_words: dict[str, list[str]]) -> SpeakerPlan:
+                  said: list[speaker_evidence.Said]) -> SpeakerPlan:
     """Label -> name for every needed label: from the mapping file when there is one, else the confident
-    automatic proposal; an unmapped label stops the session with a pointer to the mapping file."""
+    automatic proposal; an unmapped label stops the session with a pointer to the mapping file and to audio
+    snippets of every label (written then, under build/snippets/)."""
     path = mapping.mapping_path(project, entry.session_id)
-    where = project.rel_or_abs(path)
     allowed = mapping.allowed_names(entry)
     names_map: dict[str, str] = {}
     chosen: dict[str, tuple[str, str, str]] = {}
@@ -72,20 +92,15 @@ def plan_speakers(project: Project, entry: CatalogEntry, settings: Settings, tur
         mapping.check_mapping(project, loaded, entry, turns_sha256)
         names_map = loaded.names
         chosen = {label: (name, "mapping file", "") for label, name in loaded.labels.items() if name}
-        file_used: str | None = where
+        file_used: str | None = project.rel_or_abs(path)
     else:
         file_used = None
-    proposals = mapping.propose(turns, named, allowed, names_map, settings.speech.rows, first_words(label_words))
+    proposals = mapping.propose(turns, named, allowed, names_map, settings.speech.rows)
     if file_used is None:
         chosen = {p.label: (p.name, "automatic", p.evidence) for p in proposals.values() if p.confident}
     missing = sorted(needed - chosen.keys())
     if missing:
-        detail = "; ".join(f"{label}: {proposals[label].evidence}" if label in proposals else label
-                           for label in missing)
-        action = f"edit {where}" if file_used else f"run `rescue speakers {entry.session_id}`, edit {where}"
-        raise RescueError(f"session {entry.session_id}: no confident name for speaker label(s) {', '.join(missing)} "
-                          f"({detail})",
-                          f"{action}: map each label to one of {', '.join(allowed)}; then run `rescue build`")
+        raise _stop_for_names(project, entry, settings, turns, said, missing, proposals, file_used)
     assignments = tuple(SpeakerAssignment(key=label, name=chosen[label][0], origin=chosen[label][1],  # type: ignore[arg-type]
                                           evidence=chosen[label][2] or proposals.get(label, mapping.Proposal(
                                               label, "", False, "")).evidence)
@@ -147,13 +162,11 @@ def make_rows(project: Project, entry: CatalogEntry, settings: Settings) -> tupl
     if far:
         warnings.append(f"{far} word(s)/cue(s) lie more than {FAR_SECONDS:g} s from any speaker turn; "
                         "given the nearest speaker")
-    label_words: dict[str, list[str]] = {}
-    for unit, name in raw:
-        if name is None and unit.label:
-            label_words.setdefault(unit.label, []).append(unit.text)
-    needed = set(label_words)
+    said = [speaker_evidence.Said(u.start, u.end, u.text, u.label) for u, name in raw if name is None and u.label]
+    needed = {s.label for s in said}
     named = named_segments(project, entry, settings, segments, tx.source) if needed else []
-    plan = plan_speakers(project, entry, settings, turns, drec.turns_sha256, named, needed, label_words)
+    plan = plan_speakers(project, entry, settings, turns, drec.turns_sha256, named, needed, said)
+    warnings += speaker_evidence.likely_splits(turns, settings.speech.rows.split_max_share)
     if tx.source == "subtitles":
         by_prefix = tuple(SpeakerAssignment(key=f"name:{prefix}", name=name, origin="subtitles")
                           for prefix, name in sorted(subtitle_names(project, entry, segments).items()) if name)
@@ -166,18 +179,18 @@ def make_rows(project: Project, entry: CatalogEntry, settings: Settings) -> tupl
 
 def cut_clips(project: Project, entry: CatalogEntry, rows: list[TranscriptRow], workdir: Path,
               final_dir: Path) -> list[TranscriptRow]:
-    """One re-encoded clip per row (clips/NNN.mp4, NNN = row index) for annotators."""
+    """One re-encoded clip per row (clips/NNN.mp4, NNN = row index) for annotators, a few ffmpeg passes per
+    session (see ffmpeg_adapter.cut_clips)."""
     media = transcribe.read_media(project, entry.session_id)
-    source = project.abs(media.session_video)
     folder = workdir / CLIPS_FOLDER
     folder.mkdir(exist_ok=True)
-    out = []
+    spans, out = [], []
     for row in rows:
         name = f"{row.row_index:03d}.mp4"
         end = min(row.end, media.duration)
-        ffmpeg_adapter.cut_clip(source, folder / name, start=row.start, end=max(end, row.start + 0.05),
-                                has_video=media.video_stream is not None)
+        spans.append(ffmpeg_adapter.ClipSpan(folder / name, row.start, max(end, row.start + 0.05)))
         out.append(row.model_copy(update={"clip": project.rel(final_dir / CLIPS_FOLDER / name)}))
+    ffmpeg_adapter.cut_clips(project.abs(media.session_video), spans, has_video=media.video_stream is not None)
     return out
 
 
@@ -200,37 +213,3 @@ def rows_session(project: Project, entry: CatalogEntry, settings: Settings, work
         warnings=tuple(info["warnings"]) if rows else (*info["warnings"], "no rows: the session has no speech text"))
     (workdir / RECORD_NAME).write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return summary
-
-
-def write_speaker_map(project: Project, entry: CatalogEntry, settings: Settings, *, refresh: bool = False
-                      ) -> tuple[Path, dict[str, mapping.Proposal]]:
-    """Write (or complete) raw_video/speaker_maps/<session>.toml with the automatic proposal for every label.
-    Values already in the file are kept; a file made for another diarization is replaced only with `refresh`
-    (the old one is kept as .toml.bak)."""
-    from pipeline.store import write_text_atomic
-
-    tx = transcribe.read_transcription(project, entry.session_id)
-    segments = transcribe.read_segments(project, entry.session_id)
-    drec = diarize.read_diarization(project, entry.session_id)
-    turns = diarize.read_turns(project, entry.session_id)
-    path = mapping.mapping_path(project, entry.session_id)
-    kept = mapping.read_mapping(project, path) if path.exists() else None
-    if kept is not None and kept.diarization_sha256 != drec.turns_sha256:
-        if not refresh:
-            raise RescueError(f"{project.rel_or_abs(path)} was written for another diarization of {entry.session_id}",
-                              f"run `rescue speakers {entry.session_id} --refresh` (the old file is kept as .bak)")
-        path.with_suffix(".toml.bak").write_bytes(path.read_bytes())
-        kept = None
-    allowed = mapping.allowed_names(entry)
-    names_map = kept.names if kept else {}
-    label_words: dict[str, list[str]] = {}
-    if tx.source == "whisperx":
-        for word in assign_words([w for s in segments for w in s.words], turns)[0]:
-            label_words.setdefault(word.speaker_label or "", []).append(word.text)
-    named = named_segments(project, entry, settings, segments, tx.source)
-    unknown = sorted({s.speaker_name for s in named if s.speaker_name
-                      and mapping.canonical(s.speaker_name, allowed, names_map) is None})
-    proposals = mapping.propose(turns, named, allowed, names_map, settings.speech.rows, first_words(label_words))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(path, mapping.render_mapping(entry, drec.turns_sha256, proposals, kept, unknown))
-    return path, proposals
