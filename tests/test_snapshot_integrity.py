@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 ANNOTATORS = ("ann.a@lab.org", "ann.b@lab.org", "ann.c@lab.org")
 NO_TEXT = AgreementSettings(text_similarity=False, adjudicators=("lead@lab.org",))
 SNAPSHOT = "20261130T100000Z"
+FIELDS = [f.name for f in load_schema(REPO / "annotation_schemas" / "rescue-v1.yaml").fields]
 
 
 def pulled_snapshot(project: Project, *, with_hash: bool = True) -> Path:
@@ -60,7 +61,7 @@ def truncate(path: Path, keep_lines: int) -> None:
 def test_an_intact_snapshot_is_read(project: Project) -> None:
     path = pulled_snapshot(project)
     assert len(run_gold(project, NO_TEXT).sessions_written) == 2
-    assert load_snapshot(path, schema_version="rescue-v1", known_fields=["primary_speaker"],
+    assert load_snapshot(path, schema_version="rescue-v1", known_fields=FIELDS,
                          skip_other_versions=True).answers
 
 
@@ -81,7 +82,7 @@ def test_a_changed_record_is_caught_by_the_hash(project: Project) -> None:
     text = path.read_text()
     path.write_text(text.replace('"primary_speaker"', '"primary_speaker" ', 1))   # same line count
     with pytest.raises(RescueError, match="sha256") as caught:
-        load_snapshot(path, schema_version="rescue-v1", known_fields=["primary_speaker"], skip_other_versions=True)
+        load_snapshot(path, schema_version="rescue-v1", known_fields=FIELDS, skip_other_versions=True)
     assert "rescue pull" in caught.value.fix
 
 
