@@ -73,7 +73,8 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     """Returns the release folder, or None while no session has complete gold."""
     from pipeline.schema import load_schema
     from pipeline.tasks.gold_input import NoGoldYet, read_gold_file
-    from pipeline.tasks.release import ReleaseProvenance, describe_label_sources, freeze_release
+    from pipeline.tasks.coverage import describe_label_sources
+    from pipeline.tasks.release import ReleaseProvenance, freeze_release
     from pipeline.tasks.settings import load_task_settings
 
     gold = ctx.project.build / "gold" / "benchmark.jsonl"

@@ -80,7 +80,8 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path |
     from pipeline.schema import load_schema
     from pipeline.store import sha256_file
     from pipeline.tasks.gold_input import read_gold_file
-    from pipeline.tasks.release import ReleaseProvenance, describe_label_sources, freeze_release
+    from pipeline.tasks.coverage import describe_label_sources
+    from pipeline.tasks.release import ReleaseProvenance, freeze_release
     from pipeline.tasks.settings import load_task_settings
 
     project = _project(ctx)

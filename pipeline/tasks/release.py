@@ -30,11 +30,11 @@ from pipeline.store import TMP_MARK, sha256_json
 from pipeline.tasks import figures
 from pipeline.tasks.build import TaskBuild, build_tasks
 from pipeline.tasks.card import dataset_card
+from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
-from pipeline.tasks.supersede import install_release
 from pipeline.tasks.stats import (
     SCENARIOS,
     instances_csv,
@@ -43,6 +43,7 @@ from pipeline.tasks.stats import (
     table3_csv,
     table3_markdown,
 )
+from pipeline.tasks.supersede import install_release
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_HASH = "manifest_sha256"
@@ -161,40 +162,6 @@ def figure_jobs(stats: dict[str, Any]) -> list[tuple[str, str, tuple]]:
 
 def _warning_kinds(warnings: Sequence[GoldProblem]) -> dict[str, int]:
     return dict(sorted(Counter(w.field.split("[")[0].split(".")[0] for w in warnings).items()))
-
-
-def label_sources(build: TaskBuild) -> dict[str, list[str]]:
-    """RPP label field -> the samples whose labels it supplied ("none": no field of rpp.label_fields set)."""
-    found: dict[str, list[str]] = {}
-    for sample, field in sorted(build.label_sources.items()):
-        found.setdefault(field or "none", []).append(sample)
-    return dict(sorted(found.items()))
-
-
-def coverage_warnings(build: TaskBuild, settings: TaskSettings) -> tuple[str, ...]:
-    """One line per sample and task that yields no instance, with the RPP label field where it matters."""
-    notes = []
-    for task, samples in build.without_instances.items():
-        for sample in samples:
-            why = ""
-            if task == "rpp":
-                field = build.label_sources.get(sample, "")
-                why = (f" (labels read from {field}: no usable label on an RPP row)" if field else
-                       f" (no RPP row sets {' or '.join(settings.rpp.label_fields)})")
-            notes.append(f"{sample}: no {task.upper()} instance{why}")
-    return tuple(sorted(notes))
-
-
-def describe_label_sources(sources: dict[str, list[str]], shown: int = 10) -> str:
-    """'rpp labels: relation_cycle_state in 2 sample(s), relation_pattern in 1 sample(s) (a/1)': samples are
-    named for every field but the most common one."""
-    common = max(sources, key=lambda f: len(sources[f]), default="")
-    parts = []
-    for field, samples in sorted(sources.items(), key=lambda item: (-len(item[1]), item[0])):
-        named = "" if field == common else " (" + ", ".join(samples[:shown]) + (", ..." if len(samples) > shown
-                                                                                 else "") + ")"
-        parts.append(f"{field} in {len(samples)} sample(s){named}")
-    return "rpp labels: " + ", ".join(parts)
 
 
 def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema, provenance: ReleaseProvenance,
