@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,9 @@ def test_metric_functions_on_hand_cases() -> None:
     assert (scores["accuracy"], scores["recall_no"], scores["balanced_accuracy"]) == (0.4, 0.3333, 0.4167)
     f1 = macro_f1(["a", "a", "b"], ["a", "b", None], ["a", "b", "c"])
     assert f1["per_label"]["a"] == {"precision": 1.0, "recall": 0.5, "f1": 0.6667, "support": 2}
-    assert f1["per_label"]["c"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
-    assert f1["macro_f1"] == 0.2222
+    assert "c" not in f1["per_label"]  # neither needed nor predicted: not averaged in as an F1 of 0
+    assert f1["macro_f1"] == 0.3333  # (0.6667 + 0) / 2
+    assert macro_f1(["a", "b"], ["a", "zzz"], ["a", "b"])["per_label"].keys() == {"a", "b"}  # outside the set: ignored
     assert [intensity_score(p, 7) for p in (7, 5, 0, 10, None)] == [5, 3, 1, 2, 1]
 
 
@@ -75,8 +77,9 @@ def test_itp_scores_and_every_kind_of_malformed_prediction(release: Path, tmp_pa
     ])                                               # c[11] missing -> fn
     report = evaluate(release, "itp", path)
     problems = report["problems"]
-    assert problems["counts"] == {"usable": 8, "unreadable_lines": 2, "unknown_ids": 1, "duplicate_ids": 1,
-                                  "invalid": 1, "missing": 1}
+    # Every line in exactly one bucket: 7 + 1 + 2 + 1 + 2 = 13 lines.
+    assert problems["counts"] == {"lines": 13, "valid": 7, "invalid": 1, "repeated": 2, "unknown_ids": 1,
+                                  "unreadable_lines": 2, "missing_instances": 1}
     assert problems["unknown_ids"] == [{"line": 11, "id": "itp-0000000000000000"}]
     assert problems["duplicate_ids"] == [{"line": 7, "id": c[9], "first_line": 6}]
     assert problems["invalid"] == [{"line": 5, "id": c[8], "problems": ["should_speak 'maybe' is not yes or no"]}]
@@ -111,8 +114,13 @@ def test_rpp_ranking_metrics_and_labels_outside_the_set(release: Path, tmp_path:
     couple = report["scores"]["couple"]
     # top-1 attack_attack, pursue_withdraw, attack_attack vs gold aa, aa, pw: aa P = R = 0.5, others 0; 6 labels
     assert couple["per_label"]["attack_attack"] == {"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2}
-    assert couple["macro_f1"] == round(0.5 / 6, 4) and len(couple["per_label"]) == 6
-    assert len(overall["per_label"]) == 11   # 6 couple + 8 family labels; 3 shared (pursue_withdraw, repair, mixed)
+    # averaged over the labels present in gold or top-1 answers (aa, pw), not the 6 of the couple label set
+    assert couple["macro_f1"] == 0.25 and couple["per_label"].keys() == {"attack_attack", "pursue_withdraw"}
+    gold = {r["id"]: r["gold"]["relation_label"] for r in map(json.loads, (release / "gold/rpp.jsonl").read_text()
+                                                                  .splitlines())}
+    used = {gold[i[key]] for key in ((SAMPLE_ID, 3), (SAMPLE_ID, 5), (SAMPLE_ID, 12), (FAMILY, 3), (FAMILY, 5))}
+    assert overall["per_label"].keys() == used | {"attack_attack", "pursue_withdraw", "repair_softening"}
+    assert overall["macro_f1_labels"] == len(overall["per_label"]) and "present in gold" in report["macro_f1"]
 
 
 @pytest.mark.parametrize("task", ["stp", "ssp", "rpp", "itp"])
@@ -124,7 +132,9 @@ def test_gold_answers_score_perfectly(release: Path, tmp_path: Path, task: str) 
     report = evaluate(release, task, write(tmp_path, answers))
     headline = "f1" if task == "itp" else "recall_at_1"
     assert report["scores"]["overall"][headline] == 1.0
-    assert report["problems"]["counts"]["usable"] == len(gold) and report["problems"]["missing_ids"] == []
+    assert report["problems"]["counts"]["valid"] == len(gold) and report["problems"]["missing_ids"] == []
+    if task == "rpp":  # gold copied as predictions: every label present is perfect (was 0.4545 over the whole set)
+        assert report["scores"]["overall"]["macro_f1"] == 1.0
 
 
 def test_stp_labels_must_come_from_the_candidates(release: Path, tmp_path: Path) -> None:
@@ -172,3 +182,38 @@ def test_a_release_that_does_not_match_its_manifest_is_refused(release: Path, tm
         evaluate(release, "xyz", write(tmp_path, []))
     with pytest.raises(RescueError, match=r"predictions file .* not found"):
         evaluate(release, "itp", tmp_path / "absent.jsonl")
+
+
+def test_predictions_for_another_task_empty_or_one_array_are_refused(release: Path, tmp_path: Path) -> None:
+    itp = [{"id": i, "should_speak": "yes"} for i in ids(release, "itp").values()]
+    with pytest.raises(RescueError, match=rf"{len(itp)} of the {len(itp)} predictions .* not RPP instances") as error:
+        evaluate(release, "rpp", write(tmp_path, itp))
+    assert f"{len(itp)} of them are ITP instances: pass --task itp" == error.value.fix
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    with pytest.raises(RescueError, match="holds no predictions"):
+        evaluate(release, "itp", empty)
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps(itp, indent=2))
+    with pytest.raises(RescueError, match="is one JSON array, not JSONL") as error:
+        evaluate(release, "itp", array)
+    assert "one JSON object per instance on its own line" in error.value.fix
+    one_line = tmp_path / "one.jsonl"
+    one_line.write_text(json.dumps(itp[0]) + "\n")  # a single prediction is valid JSONL
+    assert evaluate(release, "itp", one_line)["problems"]["counts"]["valid"] == 1
+
+
+def test_the_cli_exits_non_zero_on_predictions_for_another_task(release: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from pipeline.cli import main
+
+    path = write(tmp_path, [{"id": i, "should_speak": "no"} for i in ids(release, "itp").values()])
+    result = CliRunner().invoke(main, ["evaluate", "--task", "rpp", "--predictions", str(path),
+                                       "--release", str(release)])
+    assert result.exit_code != 0 and "--task itp" in result.output
+    fine = CliRunner().invoke(main, ["evaluate", "--task", "itp", "--predictions", str(path), "--release", str(release)])
+    assert fine.exit_code == 0, fine.output
+    counts = re.search(r"predictions: (\d+) line\(s\) = (\d+) valid \+ (\d+) invalid \+ (\d+) repeated \+ "
+                       r"(\d+) unknown ids \+ (\d+) unreadable lines", fine.output)
+    assert counts and int(counts[1]) == sum(map(int, counts.groups()[1:])) == len(ids(release, "itp"))

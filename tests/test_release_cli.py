@@ -45,7 +45,7 @@ def test_freeze_verify_evaluate_from_a_published_benchmark_file(tmp_path: Path) 
     out = tmp_path / "report.json"
     scored = run(tmp_path, "evaluate", "--task", "itp", "--predictions", str(predictions), "--json-out", str(out))
     assert scored.exit_code == 0, scored.output
-    assert "overall" in scored.output and "missing_ids" in scored.output and "1 missing" in scored.output
+    assert "overall" in scored.output and "missing_ids" in scored.output and "1 instance(s) without a prediction" in scored.output
     report = json.loads(out.read_text())
     assert report["problems"]["missing_ids"] == [gold_itp[-1]["id"]]
     assert report["scores"]["overall"]["recall"] < 1.0    # the missing yes counts as a miss
@@ -94,3 +94,48 @@ def test_compare_released_er_reports_each_difference(tmp_path: Path) -> None:
     assert by_id[f"{SAMPLE_ID}__row6"]["gold"]["published"]["intensity"] == 3
     assert by_id[f"{SAMPLE_ID}__row8"]["prior_context_rows"] == {"rebuilt": [1, 2, 3, 4, 5, 6, 7],
                                                                 "published": [5, 6, 7]}
+
+
+def published_layout(release: Path, task: str) -> list[dict]:  # type: ignore[type-arg]
+    """The rebuilt instances in the published layout: inputs and gold in one record, `instance_id`."""
+    inputs = [json.loads(line) for line in (release / f"tasks/{task}.jsonl").read_text().splitlines()]
+    golds = [json.loads(line) for line in (release / f"gold/{task}.jsonl").read_text().splitlines()]
+    gold_keys = ({"gold_internal_emotion": "internal_emotion", "gold_intensity_score": "intensity"} if task == "er"
+                 else {"gold_viewpoints": "viewpoints"})
+    return [{**{k: v for k, v in record.items() if k != "id"},
+             **{theirs: gold["gold"][ours] for theirs, ours in gold_keys.items()}, "instance_id": record["id"]}
+            for record, gold in zip(inputs, golds)]
+
+
+def test_compare_released_reports_every_field_of_the_published_record(tmp_path: Path) -> None:
+    assert run(tmp_path, "freeze", "--gold", str(published_benchmark(tmp_path))).exit_code == 0
+    release = tmp_path / "build/release/v1"
+    er = published_layout(release, "er")
+    assert len(er[1]["prior_context"]) > 1
+    er[0]["couple"] = "someone_else"
+    er[0]["source_file"] = "data/elsewhere.json"
+    er[1]["prior_context"][1]["tone_of_voice"] = "whispering"  # a cue of one context row
+    er[2].pop("body_posture")
+    path = tmp_path / "er.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in er))
+    report = json.loads(run(tmp_path, "compare-released", "--task", "er", str(path), "--json").output)
+    by_id = {d["id"]: d["fields"] for d in report["differences"]}
+    assert by_id[er[0]["instance_id"]].keys() == {"couple", "source_file"}
+    assert by_id[er[1]["instance_id"]] == {"prior_context[1].tone_of_voice": {
+        "rebuilt": published_layout(release, "er")[1]["prior_context"][1]["tone_of_voice"], "published": "whispering"}}
+    assert by_id[er[2]["instance_id"]]["body_posture"]["published"] == "(absent)"
+    assert report["counts"]["matched_identical"] == len(er) - 3
+
+    vp = published_layout(release, "vp")
+    with_therapist = next(r for r in vp if "Therapist" in r["participants"])
+    with_therapist["participants"] = [p for p in with_therapist["participants"] if p != "Therapist"]
+    without_attitude = vp[-1]
+    assert "attitude" in without_attitude["gold_viewpoints"][0]
+    del without_attitude["gold_viewpoints"][0]["attitude"]  # never filled in with "" to look identical
+    path = tmp_path / "vp.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in vp))
+    result = run(tmp_path, "compare-released", "--task", "vp", str(path), "--json")
+    assert result.exit_code == 1
+    by_id = {d["id"]: d["fields"] for d in json.loads(result.output)["differences"]}
+    assert "participants" in by_id[with_therapist["instance_id"]]
+    assert "attitude" not in by_id[without_attitude["instance_id"]]["gold"]["published"]["viewpoints"][0]

@@ -19,7 +19,7 @@ from pipeline.corpus.labelstudio_steps import (
     fetch_exports,
     snapshot_digest,
 )
-from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, write_state
+from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, state_path, write_state
 from pipeline.corpus.stored import Kind, load_stored
 
 PUSHED_SETTINGS = {"schema_file", "annotators_per_row", "context_rows", "media_url"}
@@ -63,8 +63,12 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
                               f"{', '.join(p.project_url for p in summary.scenarios)}", notes)
 
 
-def _apply_notes(summary: ApplySummary) -> list[str]:
-    notes = [f"re-anchored {p.stored_row} -> {p.row_id} (IoU {p.iou:.2f})" for p in summary.reanchored]
+def _apply_notes(summary: ApplySummary, record: str) -> list[str]:
+    notes = []
+    if summary.reanchored:  # one line: the per-row pairs are kept in the step's record
+        lowest = min(p.iou for p in summary.reanchored)
+        notes.append(f"{len(summary.reanchored)} row(s) re-anchored by time overlap (lowest IoU {lowest:.2f}); "
+                     f"each pair is in {record}")
     notes += [f"NOT applied: {u.annotations} stored {summary.kind}(s) of row {u.stored_row}: {u.reason}"
               for u in summary.unplaced]
     notes += [f"{session}: {why}" for session, why in sorted(summary.skipped.items())]
@@ -91,7 +95,7 @@ def apply_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, 
 
     summary = apply_stored_export(ctx.project, server, exports, stored, catalog, resume, kind=kind, on_start=started)
     ctx.done(step, "", applied=summary.model_dump(mode="json"))
-    notes = _apply_notes(summary)
+    notes = _apply_notes(summary, ctx.project.rel_or_abs(state_path(ctx.project, step)))
     if summary.created or summary.sessions:
         ctx.record(step, "ran", f"{summary.created} stored {kind}(s) re-created on {len(summary.sessions)} sample "
                                 f"session(s) ({len(summary.reanchored)} re-anchored, {len(summary.unplaced)} rows "

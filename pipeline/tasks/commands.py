@@ -145,8 +145,10 @@ def _print_problems(problems: dict) -> None:
             err_console.print(f"[yellow]{key}[/] {show(item)}", highlight=False)
         if len(problems[key]) > 5:
             err_console.print(f"[yellow]{key}[/] ... {len(problems[key]) - 5} more (see --json-out)")
-    summary = ", ".join(f"{v} {k}" for k, v in counts.items())
-    err_console.print(f"predictions: {summary}; missing, repeated and unusable ones count as wrong", highlight=False)
+    parts = " + ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in
+                       ("valid", "invalid", "repeated", "unknown_ids", "unreadable_lines"))
+    err_console.print(f"predictions: {counts['lines']} line(s) = {parts}; {counts['missing_instances']} instance(s) "
+                      "without a prediction. Missing, repeated and invalid answers count as wrong.", highlight=False)
 
 
 @click.command()
@@ -183,8 +185,9 @@ def evaluate(ctx: click.Context, task: str, predictions: Path, release: Path | N
     for row in rows:
         table.add_row(*row)
     console.print(table)
-    if "text_similarity" in report:
-        console.print(f"note: {report['text_similarity']}", highlight=False)
+    for key in ("macro_f1", "text_similarity"):
+        if key in report:
+            console.print(f"note: {report[key]}", highlight=False)
 
 
 @click.command("compare-released")

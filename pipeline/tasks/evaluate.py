@@ -1,7 +1,8 @@
 """`rescue evaluate`: score a predictions file against a frozen release, per scenario and overall.
 
 Metrics (spec section 4): ITP precision/recall/F1 of "yes" plus accuracy and balanced accuracy; RPP
-accuracy (= recall@1), recall@2/3, MRR and top-1 macro-F1 over all labels; STP/SSP recall@1/2/3 and MRR;
+accuracy (= recall@1), recall@2/3, MRR and top-1 macro-F1 over the labels present in gold or
+predictions; STP/SSP recall@1/2/3 and MRR;
 ER the intensity score max(1, 5 - |pred - gold|). ER/VP text is compared with the offline MiniLM model
 (cosine similarity of sentence embeddings): the paper's LLM judge and BERTScore need services that are
 not reachable here, so these numbers are not the paper's and are labelled as such.
@@ -24,6 +25,10 @@ SIMILARITY_NOTE = ("text similarity = cosine of all-MiniLM-L6-v2 sentence embedd
                    "LLM judge (1-5) and BERTScore, which are not reproduced here")
 
 
+MACRO_F1_NOTE = ("macro-F1 averages top-1 F1 over the labels present in gold or predictions (scikit-learn's "
+                 "macro average), not over labels nobody used")
+
+
 def load_task_files(release: Path, task: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Model-facing and gold records of one task, after checking both files against MANIFEST.json."""
     if task not in TASKS:
@@ -44,6 +49,25 @@ def load_task_files(release: Path, task: str) -> tuple[list[dict[str, Any]], lis
                               f"run `rescue verify {release}` and restore the published file")
         records.append([json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()])
     return records[0], records[1]
+
+
+def _refuse_mostly_unknown(release: Path, task: str, predictions: Path, unknown: list[dict[str, Any]],
+                           lines: int) -> None:
+    """Most ids unknown means the wrong task or release, not a bad model: stop, and name the likely task."""
+    if not unknown or len(unknown) * 2 <= lines:
+        return
+    wanted = {item["id"] for item in unknown}
+    found = {}
+    for other in TASKS:
+        path = release / "tasks" / f"{other}.jsonl"
+        if other != task and path.is_file():
+            found[other] = sum(1 for line in path.read_text(encoding="utf-8").splitlines()
+                               if line.strip() and json.loads(line).get("id") in wanted)
+    likely = max(found, key=lambda t: found[t], default=None)
+    hint = (f"{found[likely]} of them are {likely.upper()} instances: pass --task {likely}" if likely and found[likely]
+            else f"check that the predictions answer {release}'s {task.upper()} task file (tasks/{task}.jsonl)")
+    raise RescueError(f"{len(unknown)} of the {lines} predictions in {predictions} name ids that are not "
+                      f"{task.upper()} instances of {release}", hint)
 
 
 def _similarities(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, dict]) -> dict[str, float]:
@@ -80,6 +104,7 @@ def _score(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, d
             labels = list(dict.fromkeys(label for i in ids for label in inputs[i]["candidate_relation_labels"]))
             top1 = [(usable.get(i, {}).get("ranking") or [None])[0] for i in ids]
             scores.update(macro_f1([gold[i]["gold"][key] for i in ids], top1, labels))
+            scores["macro_f1_labels"] = len(scores["per_label"])
     elif task == "er":
         predicted = [usable.get(i, {}).get("intensity") for i in ids]
         golds = [gold[i]["gold"]["intensity"] for i in ids]
@@ -104,6 +129,7 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
     inputs = {r["id"]: r for r in inputs_list}
     gold = {r["id"]: r for r in gold_list}
     check = check_predictions(task, predictions, inputs)
+    _refuse_mostly_unknown(release, task, predictions, check.unknown_ids, check.lines)
     ids = list(inputs)
     similarity = _similarities(task, ids, check.usable, gold) if task in {"er", "vp"} and text_similarity else None
     scopes: dict[str, Any] = {"overall": _score(task, ids, check.usable, gold, inputs, similarity)}
@@ -114,6 +140,8 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
     report: dict[str, Any] = {"task": task, "release": str(release), "predictions": str(predictions),
                               "scores": scopes, "problems": check.summary(),
                               "scoring": "missing, repeated and unusable predictions count as wrong"}
+    if task == "rpp":
+        report["macro_f1"] = MACRO_F1_NOTE
     if task in {"er", "vp"}:
         report["text_similarity"] = SIMILARITY_NOTE if text_similarity else "not computed (--no-similarity)"
         if text_similarity:

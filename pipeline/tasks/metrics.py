@@ -48,10 +48,13 @@ def binary_metrics(golds: Sequence[str], preds: Sequence[str | None], positive: 
     return {**{k: fixed(v) for k, v in rates.items()}, "tp": tp, "fp": fp, "tn": tn, "fn": fn}
 
 
-def macro_f1(golds: Sequence[str], preds: Sequence[str | None], labels: Sequence[str]) -> dict:
-    """Top-1 precision/recall/F1 per label over ALL labels of the set (support may be 0), and their mean."""
+def macro_f1(golds: Sequence[str], preds: Sequence[str | None], order: Sequence[str]) -> dict:
+    """Top-1 precision/recall/F1 per label and their mean, over the labels present in gold or predictions
+    (as scikit-learn's macro average does: a label nobody used or needed would add an F1 of 0 for nothing).
+    `order` lists the label set in the order to report; labels outside it are ignored (invalid answers)."""
+    present = set(golds) | {p for p in preds if p is not None}
     raw = {}
-    for label in labels:
+    for label in (label for label in order if label in present):
         tp = sum(1 for g, p in zip(golds, preds) if g == label and p == label)
         predicted = sum(1 for p in preds if p == label)
         support = sum(1 for g in golds if g == label)

@@ -39,11 +39,21 @@ class PredictionCheck:
     invalid: list[dict[str, Any]] = field(default_factory=list)
     missing_ids: list[str] = field(default_factory=list)
 
+    lines: int = 0  # non-empty lines read
+
+    @property
+    def repeated_lines(self) -> int:
+        """Every line of an id given more than once (the first one too: neither answer is scored)."""
+        return len(self.duplicate_ids) + len({d["id"] for d in self.duplicate_ids})
+
     def summary(self) -> dict[str, Any]:
+        repeated = {d["id"] for d in self.duplicate_ids}
+        invalid = sum(1 for item in self.invalid if item["id"] not in repeated)
+        counts = {"valid": len(self.usable) - invalid, "invalid": invalid, "repeated": self.repeated_lines,
+                  "unknown_ids": len(self.unknown_ids), "unreadable_lines": len(self.unreadable)}
+        # Every line falls in exactly one of these: they add up to the lines read.
         return {
-            "counts": {"usable": len(self.usable), "unreadable_lines": len(self.unreadable),
-                       "unknown_ids": len(self.unknown_ids), "duplicate_ids": len(self.duplicate_ids),
-                       "invalid": len(self.invalid), "missing": len(self.missing_ids)},
+            "counts": {"lines": self.lines, **counts, "missing_instances": len(self.missing_ids)},
             "unreadable_lines": self.unreadable, "unknown_ids": self.unknown_ids,
             "duplicate_ids": self.duplicate_ids, "invalid": self.invalid, "missing_ids": self.missing_ids,
         }
@@ -107,6 +117,19 @@ def parse_prediction(task: str, record: dict[str, Any], instance: dict[str, Any]
     return {"viewpoints": usable}, problems
 
 
+def _refuse_one_json_document(path: Path, lines: list[str]) -> None:
+    """A JSON array (or one pretty-printed object) is a common slip for JSONL: say so instead of scoring zeros."""
+    try:
+        document = json.loads("\n".join(lines))
+    except json.JSONDecodeError:
+        return  # JSONL with more than one line never parses as one document
+    several_lines = sum(1 for line in lines if line.strip()) > 1
+    if isinstance(document, list) or isinstance(document, dict) and several_lines:
+        kind = "one JSON array" if isinstance(document, list) else "one JSON object spread over several lines"
+        raise RescueError(f"predictions file {path} is {kind}, not JSONL",
+                          "write one JSON object per instance on its own line (JSON Lines), each with its `id`")
+
+
 def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]]) -> PredictionCheck:
     """`instances`: id -> model-facing record of the release's task file, in file order."""
     try:
@@ -115,11 +138,16 @@ def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]
         raise RescueError(f"predictions file {path} not found", "pass the JSONL file your model wrote") from exc
     except UnicodeDecodeError as exc:
         raise RescueError(f"predictions file {path} is not UTF-8 text", "write it as UTF-8 JSONL") from exc
+    if not any(line.strip() for line in lines):
+        raise RescueError(f"predictions file {path} holds no predictions (it is empty)",
+                          "write one JSON object per instance and line, with its `id` (docs/tasks.md)")
+    _refuse_one_json_document(path, lines)
     check = PredictionCheck()
     first_line: dict[str, int] = {}
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        check.lines += 1
         try:
             record = json.loads(raw)
         except json.JSONDecodeError as exc:
