@@ -21,7 +21,7 @@ from pipeline.annotate.results import encode
 from pipeline.errors import RescueError
 from pipeline.records import Annotation, TranscriptRow
 from pipeline.schema import AnnotationSchema, load_schema
-from pipeline.store import read_jsonl
+from pipeline.store import read_jsonl, sha256_file
 from pipeline.transcripts import rows_path, write_rows
 from tests.annotate_values import COUPLE_ENTITIES, client_values, therapist_values
 from tests.conftest import tree_digest
@@ -251,7 +251,10 @@ def test_snapshots_are_stored_verbatim_read_only_and_never_overwritten(ls_server
     exported = json.loads((folder / "exports" / "couple.json").read_text())
     assert {t["id"] for t in exported} == set(task_ids(ls_server, "couple", load_schema(
         ls_server.project.schemas / "rescue-v1.yaml")).values())
-    assert json.loads((folder / "summary.json").read_text())["snapshot"] == first.snapshot
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["snapshot"] == first.snapshot
+    # the hash every reader checks the records against (pipeline.agreement.inputs.check_snapshot)
+    assert summary["annotations_sha256"] == sha256_file(folder / ANNOTATIONS_FILE)
     for line in (folder / ANNOTATIONS_FILE).read_text().splitlines():  # pydantic's own JSON, byte for byte
         assert Annotation.model_validate_json(line).model_dump_json() == line
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.agreement.breakdowns import Progress, compute_report
-from pipeline.agreement.inputs import Snapshot, latest_annotations, load_snapshot, paused_gc
+from pipeline.agreement.inputs import Snapshot, check_snapshot, latest_annotations, load_snapshot, paused_gc
 from pipeline.agreement.prepared import Prepared, cache_key, prepare
 from pipeline.agreement.prepared import load as load_prepared
 from pipeline.agreement.prepared import save as save_prepared
@@ -47,7 +47,9 @@ def coded_snapshot(project: Project, schema: AnnotationSchema, settings: Agreeme
                    use_text: bool, skip_other_versions: bool) -> Prepared:
     """The snapshot coded as ratings, from the cache when this file content was coded before."""
     folder = project.build / "cache" / "agreement"
-    cached = folder / f"prepared-{cache_key(sha256_file(path), schema, settings, use_text, skip_other_versions)}.npz"
+    digest = sha256_file(path)
+    check_snapshot(path, digest)  # before the cache: a damaged snapshot is never used, not even via a cache
+    cached = folder / f"prepared-{cache_key(digest, schema, settings, use_text, skip_other_versions)}.npz"
     data = load_prepared(cached, schema)
     if data is None:
         answers = load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],

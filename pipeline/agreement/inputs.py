@@ -5,11 +5,17 @@ Assumption shared with the annotation stage (`rescue pull`): every pull writes i
 (any depth below build/annotations/ is accepted), snapshots are never rewritten, and snapshot folder
 names sort in time order (UTC timestamps such as `20261130T101500Z`). The newest snapshot is therefore
 the one whose folder path sorts last; `--snapshot` picks another.
+
+A pull also writes summary.json beside annotations.jsonl with the record counts and the file's sha256;
+every read compares them (`check_snapshot`), so a truncated or edited snapshot stops the reader with the
+file and the fix instead of silently yielding fewer sessions. A file without summary.json (written by
+`write_annotations`: tests, benchmarks) has nothing to be compared with and is read as it is.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import marshal
 import sys
 from collections import Counter
@@ -27,9 +33,12 @@ from pipeline.records import Annotation
 from pipeline.store import sha256_file, sha256_json, write_bytes_atomic
 
 ANNOTATIONS_FILE = "annotations.jsonl"
+SUMMARY_FILE = "summary.json"  # written beside annotations.jsonl by `rescue pull` (pipeline.annotate.pull)
 CACHE_VERSION = "1"  # bump when Answer or the validation rules change
 CACHE_KEEP = 4  # validated snapshots kept in the cache
 _FIX_PULL = "run `rescue pull` to store a snapshot of the Label Studio annotations"
+_FIX_DAMAGED = ("run `rescue pull` (or `rescue build`) for a fresh snapshot, or restore this folder from a backup; "
+                "never edit snapshot files by hand")
 
 
 class Answer(NamedTuple):
@@ -99,6 +108,30 @@ def latest_annotations(project: Project, snapshot: str | None = None) -> Path:
     return chosen[-1]
 
 
+def check_snapshot(path: Path, sha256: str | None = None) -> None:
+    """Stop with a RescueError when annotations.jsonl does not match the summary.json its pull wrote:
+    another sha256 (when recorded) or another number of records. `sha256`: the file's, if already known."""
+    summary_path = path.parent / SUMMARY_FILE
+    if not summary_path.is_file():
+        return
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+        counted = sum(int(scenario["records"]) for scenario in summary["scenarios"])
+        recorded = str(summary.get("annotations_sha256") or "")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RescueError(f"{summary_path} is not a readable pull summary ({exc})", _FIX_DAMAGED) from exc
+    actual = (sha256 or sha256_file(path)) if recorded else ""
+    if recorded and actual == recorded:
+        return
+    with path.open("rb") as handle:
+        records = sum(1 for line in handle if line.strip())
+    if records == counted and not recorded:
+        return
+    detail = f"; its sha256 {actual[:12]}… is not the recorded {recorded[:12]}…" if recorded else ""
+    raise RescueError(f"annotation snapshot {path} is damaged: it holds {records} record(s), {SUMMARY_FILE} "
+                      f"counts {counted}{detail}", _FIX_DAMAGED)
+
+
 def _read_records(path: Path) -> Iterable[tuple[int, Annotation]]:
     try:
         handle = path.open(encoding="utf-8")
@@ -134,8 +167,11 @@ def load_snapshot(path: Path, *, schema_version: str, known_fields: Iterable[str
 def _cached_snapshot(path: Path, schema_version: str, known: list[str], skip_other_versions: bool,
                      cache_dir: Path | None) -> Snapshot:
     if cache_dir is None:
+        check_snapshot(path)
         return _load_snapshot(path, schema_version, set(known), skip_other_versions)
-    key = sha256_json([CACHE_VERSION, sha256_file(path), schema_version, known, skip_other_versions])[:24]
+    digest = sha256_file(path)
+    check_snapshot(path, digest)
+    key = sha256_json([CACHE_VERSION, digest, schema_version, known, skip_other_versions])[:24]
     cached = cache_dir / f"snapshot-{key}.marshal"
     if cached.is_file():
         try:

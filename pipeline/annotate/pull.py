@@ -4,11 +4,13 @@ A pull stores each scenario project's full JSON export verbatim under
 `build/annotations/<UTC time>/exports/<scenario>.json` (read-only files, in a folder that is never
 reused), then parses it into one `Annotation` per row x annotator x field (`annotations.jsonl`).
 Whatever cannot be read goes to `quarantine.jsonl` with task, annotator and reason; `summary.json`
-counts everything. When one annotator saved a task more than once, the latest annotation counts.
+counts everything and records the sha256 of annotations.jsonl, which every reader checks
+(pipeline.agreement.inputs.check_snapshot). When one annotator saved a task more than once, the latest annotation counts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -59,6 +61,8 @@ class PullSummary(Record):
     source: str = Field(description="the server URL, or where the exports were read from")
     scenarios: tuple[ScenarioPull, ...]
     error: str = ""
+    annotations_sha256: str = Field("", description="sha256 of annotations.jsonl as written; readers compare it "
+                                                    "(empty in snapshots pulled before it was recorded)")
     timings: dict[str, float] = Field(default_factory=dict, description="seconds spent waiting for exports, "
                                                                         "parsing and writing")
 
@@ -119,6 +123,7 @@ def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | 
     where = project.rel_or_abs(final)
     parsed: dict[Scenario, ExportParse] = {}
     error: RescueError | None = None
+    annotations_sha256 = ""
     timings = {"wait_for_exports_s": 0.0, "parse_s": 0.0}
     try:
         _write_readonly(tmp / USERS_FILE, json.dumps({str(k): v for k, v in sorted(users.items())}, indent=2,
@@ -149,11 +154,15 @@ def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | 
             started = time.perf_counter()
             lines = sorted(pair for result in parsed.values() for pair in result.records)
             quarantine = [q for result in parsed.values() for q in result.quarantine]
-            _write_readonly(tmp / ANNOTATIONS_FILE, "".join(line + "\n" for _, line in lines).encode())
+            records_data = "".join(line + "\n" for _, line in lines).encode()
+            _write_readonly(tmp / ANNOTATIONS_FILE, records_data)
+            annotations_sha256 = hashlib.sha256(records_data).hexdigest()
+            del records_data
             _write_readonly(tmp / QUARANTINE_FILE, "".join(q.model_dump_json() + "\n" for q in quarantine).encode())
             timings["write_s"] = time.perf_counter() - started
         summary = PullSummary(snapshot=name, folder=where, schema_version=schema.id, source=source,
                               scenarios=scenarios, error=str(error) if error else "",
+                              annotations_sha256=annotations_sha256,
                               timings={k: round(v, 2) for k, v in timings.items()})
         _write_readonly(tmp / SUMMARY_FILE, (summary.model_dump_json(indent=2) + "\n").encode())
         os.rename(tmp, final)  # refuses to replace an existing snapshot folder

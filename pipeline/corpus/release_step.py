@@ -1,18 +1,17 @@
 """Freeze the gold sessions into build/release/<version>/ as a corpus step of `rescue build`.
 
 The release is rebuilt when the gold file, the task settings, the schema, the version or the models
-change; a new annotation snapshot that yields the same gold does not touch it (its manifest keeps
-the snapshot that gold first came from, which gives the same gold). A release whose content changes
-is never overwritten: the previous folder moves to build/release/superseded/<version>-<UTC time>/.
-The new release is rendered into a staging folder first, so a failure leaves the old one in place.
+change, and when the release on disk is not the one this step last made (its MANIFEST.json differs,
+e.g. after `rescue freeze --force` or an edit, or `rescue verify` finds it damaged). A new annotation
+snapshot that yields the same gold does not touch it (its manifest keeps the snapshot that gold first
+came from, which gives the same gold). A release whose content changes is never overwritten: the
+previous folder moves to build/release/superseded/<version>-<UTC time>/. The new release is rendered
+into a staging folder first, so a failure leaves the old one in place. While the gold file holds no
+session, the step waits.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
@@ -20,8 +19,6 @@ from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.state import file_sha, fingerprint, last_done, read_state
 from pipeline.store import read_jsonl
 from pipeline.tasks.release import ModelVersion
-
-SUPERSEDED = "superseded"
 
 
 def task_settings_file(ctx: CorpusContext) -> Path:
@@ -64,30 +61,31 @@ def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVers
     return tuple(ModelVersion(role=r, name=n, version=v) for r, n, v in sorted(found))
 
 
-def superseded_path(out: Path) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    base = out.parent / SUPERSEDED / f"{out.name}-{stamp}"
-    path, n = base, 1
-    while path.exists():
-        n += 1
-        path = base.with_name(f"{base.name}-{n}")
-    return path
+def release_is_current(out: Path, done_detail: dict[str, object]) -> bool:
+    """The release folder is the one the last successful freeze made, intact."""
+    from pipeline.tasks.verify import verify_release
+
+    recorded = done_detail.get("manifest_sha256")
+    return bool(recorded) and file_sha(out / "MANIFEST.json") == recorded and verify_release(out).ok
 
 
 def freeze_step(ctx: CorpusContext) -> Path | None:
     """Returns the release folder, or None while no session has complete gold."""
     from pipeline.schema import load_schema
-    from pipeline.tasks.gold_input import read_gold_file
+    from pipeline.tasks.gold_input import NoGoldYet, read_gold_file
+    from pipeline.tasks.coverage import describe_label_sources
     from pipeline.tasks.release import ReleaseProvenance, freeze_release
     from pipeline.tasks.settings import load_task_settings
-    from pipeline.tasks.verify import verify_release
 
     gold = ctx.project.build / "gold" / "benchmark.jsonl"
     settings_file = task_settings_file(ctx)
     task_settings = load_task_settings(settings_file)
     schema_file = settings_file.parent / task_settings.schema_file
     schema = load_schema(schema_file)
-    sessions, warnings = read_gold_file(gold, schema) if gold.is_file() else ([], [])
+    try:
+        sessions, warnings = read_gold_file(gold, schema) if gold.is_file() else ([], [])
+    except NoGoldYet:
+        sessions, warnings = [], []
     version = ctx.settings.build.release_version
     out = ctx.project.build / "release" / version
     if not sessions:
@@ -96,7 +94,8 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     models = model_versions(ctx, {s.sample_id for s in sessions})
     fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(settings_file),
                      schema=file_sha(schema_file), version=version, models=[m.model_dump() for m in models])
-    if last_done(ctx.project, "freeze", fp) is not None and out.is_dir() and verify_release(out).ok:
+    done = last_done(ctx.project, "freeze", fp)
+    if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
         return out
     pull = read_state(ctx.project, "pull")
@@ -106,26 +105,19 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
     provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots), models=models,
                                    gold_source=ctx.project.rel(gold), gold_sha256=file_sha(gold))
-    staging = out.parent / f".staging.tmp-{uuid.uuid4().hex[:8]}"
+    summary = freeze_release(sessions, task_settings, provenance, out, schema=schema, overwrite=True)
     notes = [str(w) for w in warnings[:10]]
-    try:
-        summary = freeze_release(sessions, task_settings, provenance, staging / version, schema=schema)
-        manifest = (staging / version / "MANIFEST.json").read_bytes()
-        if out.is_dir() and (out / "MANIFEST.json").is_file() and (out / "MANIFEST.json").read_bytes() == manifest \
-                and verify_release(out).ok:
-            status = "up to date"
-        else:
-            status = "ran"
-            if out.exists():
-                moved = superseded_path(out)
-                moved.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(out, moved)
-                notes.append(f"the previous {version} was kept as {ctx.project.rel(moved)}/")
-            os.replace(staging / version, out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    ctx.done("freeze", fp, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions])
+    notes.append(describe_label_sources(summary.label_sources))
+    notes.extend(summary.coverage_warnings[:10])
+    if len(summary.coverage_warnings) > 10:
+        notes.append(f"... and {len(summary.coverage_warnings) - 10} more sample(s) and task(s) without an "
+                     f"instance (MANIFEST.json coverage)")
+    if summary.superseded:
+        notes.append(f"the previous {version} was kept as {ctx.project.rel(Path(summary.superseded))}/")
+    ctx.done("freeze", fp, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions],
+             manifest_sha256=file_sha(out / "MANIFEST.json"))
     counts = ", ".join(f"{task.upper()} {c['all']}" for task, c in summary.instances.items())
+    status = "up to date" if summary.unchanged else "ran"
     ctx.record("freeze", status, f"release {version}: {len(sessions)} session(s), instances {counts} -> "
                                  f"{ctx.project.rel(out)}/", notes)
     return out

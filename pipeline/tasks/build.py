@@ -25,17 +25,27 @@ class TaskBuild:
     dropped: dict[TaskName, dict[str, int]]
     views: tuple[SessionView, ...]
     schema: AnnotationSchema
+    label_sources: dict[str, str]  # sample -> the field its RPP labels came from ("" = none of rpp.label_fields)
+
+    @property
+    def without_instances(self) -> dict[TaskName, tuple[str, ...]]:
+        """Per task, the samples that yield no instance of it (sorted), for the freeze's warnings."""
+        found = {task: {i.sample_id for i in items} for task, items in self.instances.items()}
+        return {task: tuple(v.sample_id for v in self.views if v.sample_id not in found[task]) for task in TASKS}
 
 
-def build_session(view: SessionView, settings: TaskSettings) -> dict[TaskName, tuple[list[TaskInstance], Counter]]:
+def build_session(view: SessionView, settings: TaskSettings
+                  ) -> tuple[dict[TaskName, tuple[list[TaskInstance], Counter]], str]:
+    """Every task's instances and drop reasons for one session, and the field its RPP labels came from."""
+    rpp, rpp_dropped, source = build_rpp(view, settings.rpp)
     return {
         "er": build_er(view, settings.er),
         "vp": build_vp(view, settings.vp),
-        "rpp": build_rpp(view, settings.rpp),
+        "rpp": (rpp, rpp_dropped),
         "itp": build_itp(view, settings.itp, settings.ids),
         "stp": build_stp(view, settings.stp),
         "ssp": build_ssp(view, settings.ssp),
-    }
+    }, source
 
 
 def build_tasks(sessions: Sequence[BenchmarkSession], settings: TaskSettings, schema: AnnotationSchema) -> TaskBuild:
@@ -43,8 +53,10 @@ def build_tasks(sessions: Sequence[BenchmarkSession], settings: TaskSettings, sc
     views = tuple(session_view(s, schema) for s in sorted(sessions, key=lambda s: s.sample_id))
     instances: dict[TaskName, list[TaskInstance]] = {task: [] for task in TASKS}
     dropped: dict[TaskName, Counter] = {task: Counter() for task in TASKS}
+    label_sources: dict[str, str] = {}
     for view in views:
-        for task, (built, reasons) in build_session(view, settings).items():
+        built_session, label_sources[view.sample_id] = build_session(view, settings)
+        for task, (built, reasons) in built_session.items():
             instances[task].extend(sorted(built, key=lambda i: i.row_index))
             dropped[task].update(reasons)
     for task, items in instances.items():
@@ -52,4 +64,4 @@ def build_tasks(sessions: Sequence[BenchmarkSession], settings: TaskSettings, sc
         if len(set(ids)) != len(ids):  # a bug, not bad input: ids come from unique (sample, row) pairs
             raise AssertionError(f"{task}: instance ids repeat")
     return TaskBuild(instances=instances, dropped={t: dict(sorted(c.items())) for t, c in dropped.items()},
-                     views=views, schema=schema)
+                     views=views, schema=schema, label_sources=label_sources)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -51,6 +52,13 @@ def _model(value: str) -> dict[str, str]:
     return {"role": parts[0], "name": parts[1], "version": parts[2]}
 
 
+def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> None:
+    for warning in warnings[:shown]:
+        err_console.print(f"[yellow]warning[/] {warning}", highlight=False)
+    if len(warnings) > shown:
+        err_console.print(f"[yellow]warning[/] ... and {len(warnings) - shown} more ({where})")
+
+
 @click.command()
 @click.option("--gold", "gold_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Gold sessions in the released benchmark.jsonl format (default build/gold/benchmark.jsonl); "
@@ -61,7 +69,8 @@ def _model(value: str) -> dict[str, str]:
 @click.option("--settings", "settings_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Task-construction settings (default annotation_schemas/tasks-v1.yaml).")
 @click.option("--strict", is_flag=True, help="Refuse gold rows with labels outside the schema's label sets.")
-@click.option("--force", is_flag=True, help="Replace an existing release folder whose content differs.")
+@click.option("--force", is_flag=True, help="Replace an existing release folder whose content differs (the old one "
+                                           "moves to build/release/superseded/<version>-<UTC time>/).")
 @click.option("--snapshot", "snapshots", multiple=True, help="Annotation snapshot id the gold came from (repeat).")
 @click.option("--model", "models", multiple=True, help="ROLE:NAME:VERSION of a model used upstream (repeat).")
 @click.pass_context
@@ -71,6 +80,7 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path |
     from pipeline.schema import load_schema
     from pipeline.store import sha256_file
     from pipeline.tasks.gold_input import read_gold_file
+    from pipeline.tasks.coverage import describe_label_sources
     from pipeline.tasks.release import ReleaseProvenance, freeze_release
     from pipeline.tasks.settings import load_task_settings
 
@@ -86,10 +96,12 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path |
     with console.status(f"building tasks from {len(sessions)} sessions"):
         summary = freeze_release(sessions, settings, provenance, out or project.build / "release" / version,
                                  schema=schema, overwrite=force)
-    for warning in warnings[:20]:
-        err_console.print(f"[yellow]warning[/] {warning}", highlight=False)
-    if len(warnings) > 20:
-        err_console.print(f"[yellow]warning[/] ... and {len(warnings) - 20} more (MANIFEST.json counts them)")
+    _print_warnings(warnings, "MANIFEST.json counts them")
+    _print_warnings(summary.coverage_warnings, "MANIFEST.json coverage lists them")
+    console.print(describe_label_sources(summary.label_sources), highlight=False)
+    if summary.superseded:
+        console.print(f"the previous {summary.version} was kept as {project.rel_or_abs(Path(summary.superseded))}/",
+                      highlight=False)
     table = Table(title=f"release {summary.version}: {summary.path}" + (" (unchanged)" if summary.unchanged else ""))
     for column in ("task", "couple", "family", "all"):
         table.add_column(column, justify="left" if column == "task" else "right")

@@ -26,6 +26,10 @@ MAX_LISTED = 12
 _TYPE_TAGS = {"int", "float", "str", "bool", "none", "list", "dict"}
 
 
+class NoGoldYet(RescueError):
+    """The gold file is there but holds no session: nothing to freeze yet (the build waits)."""
+
+
 @dataclass(frozen=True)
 class GoldProblem:
     severity: Literal["error", "warning"]
@@ -170,8 +174,10 @@ def read_gold_file(path: Path, schema: AnnotationSchema, strict: bool = False
         if session is not None:
             sessions.append(session)
             lines.append(number)
-    if not sessions and not problems:
-        problems.append(GoldProblem("error", None, "", None, "file", "holds no sessions"))
+    if not sessions and not problems:  # the gold step writes an empty file while no session is complete
+        raise NoGoldYet(f"gold file {path} holds no sessions: no session has complete gold yet",
+                        "finish annotating and adjudicating (`rescue gold` lists the pending sessions and why), "
+                        "or pass --gold with a benchmark file")
     problems.extend(check_sessions(sessions, schema, lines))
     raise_for_errors(problems, str(path), strict)
     return sessions, [p for p in problems if p.severity == "warning"]

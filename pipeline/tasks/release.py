@@ -1,15 +1,19 @@
 """Freeze a release: task files, gold, benchmark.jsonl, statistics, figures, dataset card, MANIFEST.json.
 
-`freeze_release` renders every file in memory from the gold sessions, then writes the folder atomically.
-Nothing in a file depends on the time or the machine (beyond the matplotlib version, recorded), so the
-same inputs give byte-identical files. An existing release folder is never replaced with different
-content unless `overwrite=True`.
+`freeze_release` renders every file from the gold sessions into a staging folder, then renames it into
+place. Nothing in a file depends on the time or the machine (beyond the matplotlib version, recorded), so
+the same inputs give byte-identical files. An existing release folder is never replaced with different
+content unless `overwrite=True`, and even then it is kept under superseded/ (pipeline.tasks.supersede).
+MANIFEST.json carries `manifest_sha256`, the hash of its own canonical content, so `rescue verify` also
+catches an edit to the manifest's fields.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import shutil
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -22,10 +26,11 @@ from pipeline.benchmark_format import BenchmarkSession
 from pipeline.errors import RescueError
 from pipeline.records import Record
 from pipeline.schema import AnnotationSchema, load_schema
-from pipeline.store import atomic_dir, sha256_json
+from pipeline.store import TMP_MARK, sha256_json
 from pipeline.tasks import figures
 from pipeline.tasks.build import TaskBuild, build_tasks
 from pipeline.tasks.card import dataset_card
+from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
@@ -38,8 +43,10 @@ from pipeline.tasks.stats import (
     table3_csv,
     table3_markdown,
 )
+from pipeline.tasks.supersede import install_release
 
 MANIFEST = "MANIFEST.json"
+MANIFEST_HASH = "manifest_sha256"
 FORMAT = "rescue-release-1"
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DISTRIBUTION_AXES = {"er": "gold intensity", "vp": "gold viewpoints per instance", "rpp": "relation label",
@@ -67,10 +74,14 @@ class ReleaseSummary(Record):
     version: str
     path: str
     unchanged: bool = Field(description="the folder already held exactly these files")
+    superseded: str | None = Field(None, description="where the release this one replaced was moved")
     instances: dict[str, dict[str, int]]
     dropped: dict[str, dict[str, int]]
     files: int
     warnings: tuple[str, ...] = ()
+    label_sources: dict[str, list[str]] = Field(default_factory=dict,
+                                                description="RPP label field -> the samples it supplied")
+    coverage_warnings: tuple[str, ...] = Field((), description="one per sample and task without an instance")
 
 
 class ReleaseWriter:
@@ -155,7 +166,7 @@ def _warning_kinds(warnings: Sequence[GoldProblem]) -> dict[str, int]:
 
 def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema, provenance: ReleaseProvenance,
                   sessions: Sequence[BenchmarkSession], warnings: Sequence[GoldProblem],
-                  stats: dict[str, Any]) -> dict[str, Any]:
+                  stats: dict[str, Any], build: TaskBuild) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "release": version,
@@ -168,7 +179,14 @@ def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema
                  "warnings": len(warnings), "warning_fields": _warning_kinds(warnings)},
         "instances": stats["instances"],
         "dropped": stats["dropped"],
+        "coverage": {"rpp_label_sources": label_sources(build),
+                     "samples_without_instances": {t: list(s) for t, s in build.without_instances.items()}},
     }
+
+
+def manifest_bytes(content: dict[str, Any]) -> bytes:
+    """The manifest with `manifest_sha256`: the sha256 of its canonical content without that key."""
+    return pretty_bytes({**content, MANIFEST_HASH: sha256_json(content)})
 
 
 def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings,
@@ -181,15 +199,11 @@ def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], setti
     build = build_tasks(gold_sessions, settings, schema)
     writer = ReleaseWriter(folder)
     stats = write_files(writer, build, gold_sessions)
-    core = manifest_core(version, settings, schema, provenance, gold_sessions, warnings, stats)
+    core = manifest_core(version, settings, schema, provenance, gold_sessions, warnings, stats, build)
     writer.bytes("README.md", dataset_card(version, stats, core).encode())
-    manifest = pretty_bytes({**core, "files": writer.manifest_files()})
+    manifest = manifest_bytes({**core, "files": writer.manifest_files()})
     (folder / MANIFEST).write_bytes(manifest)
     return manifest, build, warnings, len(writer.entries) + 1
-
-
-class _Unchanged(Exception):
-    """The release folder already holds exactly these files: keep it, drop the new copy."""
 
 
 def _holds(folder: Path, manifest: bytes) -> bool:
@@ -203,8 +217,9 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
                    out_dir: Path, *, schema: AnnotationSchema | None = None, overwrite: bool = False) -> ReleaseSummary:
     """Build the six task files and the release folder `out_dir` (its name is the release version).
 
-    Files are written into a temporary sibling folder, which replaces `out_dir` only when complete; an
-    existing release with the same manifest and intact files is kept as it is (`unchanged`).
+    Files are written into a temporary sibling folder, which takes the place of `out_dir` only when
+    complete; an existing release with the same manifest and intact files is kept as it is (`unchanged`).
+    A different existing release is refused, or with `overwrite` moved to superseded/ (never deleted).
     """
     version = out_dir.name
     if not VERSION_PATTERN.match(version):
@@ -213,21 +228,27 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     if not gold_sessions:
         raise RescueError("no gold sessions to freeze", "adjudicate annotations first, or pass a benchmark file")
     schema = schema or load_schema(schema_path(settings, DEFAULT_TASK_SETTINGS))
-    unchanged = False
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staged = out_dir.with_name(f".{version}{TMP_MARK}{uuid.uuid4().hex[:8]}")
+    unchanged, superseded = False, None
     try:
-        with atomic_dir(out_dir) as tmp:
-            manifest, build, warnings, count = write_release(tmp, gold_sessions, settings, provenance, version, schema)
-            if out_dir.exists():
-                if _holds(out_dir, manifest):
-                    raise _Unchanged
-                if not overwrite:
-                    raise RescueError(f"release {out_dir} already exists with different content",
-                                      "freeze under a new version, or pass --force to replace it")
-    except _Unchanged:
-        unchanged = True
-    return ReleaseSummary(version=version, path=str(out_dir), unchanged=unchanged,
+        staged.mkdir()
+        manifest, build, warnings, count = write_release(staged, gold_sessions, settings, provenance, version, schema)
+        if out_dir.exists() and _holds(out_dir, manifest):
+            unchanged = True
+        elif out_dir.exists() and not overwrite:
+            raise RescueError(f"release {out_dir} already exists with different content",
+                              "freeze under a new version, or pass --force to replace it (the old one is kept "
+                              "under superseded/)")
+        else:
+            moved = install_release(staged, out_dir)
+            superseded = str(moved) if moved else None
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return ReleaseSummary(version=version, path=str(out_dir), unchanged=unchanged, superseded=superseded,
                           instances={t: statistics_counts(build, t) for t in TASKS},
-                          dropped=build.dropped, files=count, warnings=tuple(str(w) for w in warnings))
+                          dropped=build.dropped, files=count, warnings=tuple(str(w) for w in warnings),
+                          label_sources=label_sources(build), coverage_warnings=coverage_warnings(build, settings))
 
 
 def statistics_counts(build: TaskBuild, task: str) -> dict[str, int]:

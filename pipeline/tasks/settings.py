@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from pipeline.errors import RescueError, describe_validation
 from pipeline.records import Record
@@ -15,6 +15,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "annotation_schemas"
 DEFAULT_TASK_SETTINGS = SCHEMA_DIR / "tasks-v1.yaml"
 
 MultiTarget = Literal["group_label", "subgroup"]
+RelationField = Literal["relation_cycle_state", "relation_pattern"]
 
 
 class ERSettings(Record):
@@ -35,6 +36,17 @@ class RPPSettings(Record):
     rows: Literal["therapist", "any"] = "therapist"
     include_current_turn: bool = False
     drop_out_of_taxonomy: bool = True
+    label_fields: tuple[RelationField, ...] = Field(
+        ("relation_cycle_state", "relation_pattern"),
+        description="per sample, the first of these fields that any RPP row of the sample sets (not null) "
+                    "supplies the gold of all its RPP rows (with its _reason and _evidence_rows)")
+
+    @field_validator("label_fields")
+    @classmethod
+    def _distinct_fields(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value or len(set(value)) != len(value):
+            raise ValueError("label_fields must list one or more distinct relation fields")
+        return value
 
 
 class ITPSettings(Record):

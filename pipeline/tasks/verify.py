@@ -1,14 +1,24 @@
 """`rescue verify <release>`: recompute every hash and row count listed in MANIFEST.json and report
-each changed, missing or extra file."""
+each changed, missing or extra file; check the manifest itself too.
+
+The manifest's own fields (release name, counts, settings, provenance) are covered by `manifest_sha256`,
+the sha256 of its canonical content without that key; counts that can be recomputed from the files are
+also compared, so the report says which field disagrees. This catches damage and careless edits; it is
+not a signature (whoever rewrites the files can rewrite the hashes too: keep a copy of the published
+manifest's sha256 elsewhere to detect that).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pipeline.errors import RescueError
 from pipeline.records import Record
-from pipeline.tasks.release import MANIFEST, file_entry
+from pipeline.store import sha256_json
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.release import MANIFEST, MANIFEST_HASH, file_entry
 
 
 class FileChange(Record):
@@ -28,6 +38,32 @@ class VerifyReport(Record):
         return not (self.changed or self.missing or self.extra)
 
 
+def manifest_problems(manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> list[str]:
+    """What is wrong with the manifest's own fields: its content hash, and counts the file list contradicts."""
+    problems = []
+    content = {k: v for k, v in manifest.items() if k != MANIFEST_HASH}
+    recorded = manifest.get(MANIFEST_HASH)
+    if recorded is None:
+        problems.append(f"no {MANIFEST_HASH} (a manifest from before it was added, or the key was removed)")
+    elif sha256_json(content) != recorded:
+        problems.append(f"its fields were edited: content sha256 {sha256_json(content)[:12]}… "
+                        f"({MANIFEST_HASH} {str(recorded)[:12]}…)")
+    counts = [(f"instances.{task}.all", f"tasks/{task}.jsonl") for task in TASKS]
+    counts.append(("gold.sessions", "benchmark.jsonl"))
+    for field, path in counts:
+        value, rows = _get(manifest, *field.split(".")), listed.get(path, {}).get("rows")
+        if rows is not None and value != rows:
+            problems.append(f"{field} is {value} but {path} holds {rows} rows")
+    return problems
+
+
+def _get(data: Any, *keys: str) -> Any:
+    """data[k1][k2]..., or None where a level is missing or not a mapping."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
 def verify_release(folder: Path) -> VerifyReport:
     manifest_path = folder / MANIFEST
     try:
@@ -40,6 +76,9 @@ def verify_release(folder: Path) -> VerifyReport:
                           "restore MANIFEST.json from the published release") from exc
     present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {MANIFEST}
     changed = []
+    own = manifest_problems(manifest, listed)
+    if own:
+        changed.append(FileChange(path=MANIFEST, problem="; ".join(own)))
     for path in sorted(set(listed) & present):
         actual = file_entry(path, (folder / path).read_bytes())
         expected = listed[path]
