@@ -25,7 +25,8 @@ from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"
-ANN, BOB, CEM = "ann@example.org", "bob@example.org", "cem@example.org"
+ANN, BOB = "ann@example.org", "bob@example.org"
+CEM = "cem.longsurname@psychology.example.org"  # too long for a 50-character title: shortened there
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +90,8 @@ def test_a_new_annotator_gets_every_row_on_the_next_push_and_nothing_is_pushed_t
     assert [(p.annotator, p.imported, p.already_present) for p in later.projects] == [
         (ANN, 0, len(rows)), (BOB, 0, len(rows)), (CEM, len(rows), 0)]
     assert set(own_tasks(ls_server, schema, CEM)) == {row.row_id for row in rows}
+    title = annotator_title(schema, "couple", CEM)
+    assert len(title) <= 50 and title.startswith("RESCUE couple - rescue-v1 / cem.long") and "~" in title
     adjudicated = push_rows(ls_server.project, ls_server.connection, settings=SETTINGS, annotators=(ANN, BOB))
     assert [p.annotator for p in adjudicated.projects] == [ANN, BOB]  # an explicit roster limits it
     assert annotator_roster(ls_server.client, adjudicators=(CEM,)) == (ANN, BOB)

@@ -293,14 +293,14 @@ def test_a_label_config_the_server_rejects_is_one_clear_error(ls_server: LiveSer
     without = AnnotationSchema.model_validate({**schema.model_dump(mode="json"), "fields": [
         f.model_dump(mode="json") for f in schema.fields if f.name != "utterance_type"]})
     with pytest.raises(RescueError, match="rejected the new label config of project "
-                                          "'RESCUE couple - rescue-v1 - annotator ann@example.org'") as e:
+                                          "'RESCUE couple - rescue-v1 / ann@example.org'") as e:
         push_rows(ls_server.project, ls_server.connection, settings=SETTINGS, schema=without)
     assert "from_name=utterance_type" in e.value.message and "new version" in e.value.fix
 
 
 def test_pull_without_projects_says_push_first(ls_server: LiveServer, schema: AnnotationSchema) -> None:
     other = AnnotationSchema.model_validate({**schema.model_dump(mode="json"), "version": "77"})
-    with pytest.raises(RescueError, match="has no annotation project 'RESCUE couple - rescue-v77 - annotator "
+    with pytest.raises(RescueError, match="has no annotation project 'RESCUE couple - rescue-v77 / "
                                           "<email>'") as caught:
         pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS, schema=other)
     assert "rescue push" in caught.value.fix

@@ -177,7 +177,7 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
         client = Client(live.connection)
         tasks = {}
         for annotator in ANNOTATORS:  # each labels in their own project
-            info = client.find_project(f"RESCUE couple - rescue-v1 - annotator {annotator}")
+            info = client.find_project(f"RESCUE couple - rescue-v1 / {annotator}")
             assert info is not None
             tasks[annotator] = client.task_keys(info.id)
         ids = {email: user_id for user_id, email in client.users().items()}
