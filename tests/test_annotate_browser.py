@@ -52,9 +52,9 @@ def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clic
     project = ls_server.project
     schema = load_schema(project.schemas / "rescue-v1.yaml")
     rows = write_truth_rows(project, "sample/maya_and_daniel", with_clip=True)
-    push_rows(project, ls_server.connection, settings=SETTINGS)
     email = "ann@example.org"
     add_annotators(project, ls_server.connection, [email])
+    push_rows(project, ls_server.connection, settings=SETTINGS)  # the annotator's own project, every row
     info = ls_server.client.find_project(annotator_title(schema, "couple", email))
     assert info is not None
     row = rows[1]  # "#2 Maya: With the weekend. ..."

@@ -20,8 +20,9 @@ Key = TypeVar("Key", bound=Hashable)
 @dataclass
 class Merged:
     lines: list[str] = field(default_factory=list)  # record JSON lines, sorted by session, row, annotator, field
-    records: dict = field(default_factory=dict)  # export key -> records it gave after merging
-    detail: dict = field(default_factory=dict)  # export key -> lines naming its annotations that a later save won
+    records: dict[Hashable, int] = field(default_factory=dict)  # export key -> records it gave after merging
+    detail: dict[Hashable, list[str]] = field(default_factory=dict)  # export key -> its annotations a later
+    # save in another project replaced, one line each
 
 
 def merge_latest(parsed: Mapping[Key, ExportParse]) -> Merged:

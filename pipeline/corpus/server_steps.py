@@ -71,7 +71,7 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
                         annotators=roster)
     projects = {p.title: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.projects}
     ctx.done("push", fp, projects=projects, annotators=list(roster), imported=summary.imported)
-    parts = ", ".join(f"{scenario} {count}" for scenario, count in summary.scenario_imported().items())
+    parts = ", ".join(f"{scenario} {count}" for scenario, count in summary.scenario_imported().items()) or "none"
     notes = [f"{p.title}: {p.stale} task(s) whose row no longer exists (their annotations are quarantined on pull)"
              for p in summary.projects if p.stale]
     notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
