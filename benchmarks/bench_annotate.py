@@ -7,9 +7,9 @@ Builds a throw-away project with the published corpus's shape (174 couple sessio
 (build/test-cache/, made by the tests; else a first start that migrates), and measures, each in a
 fresh process (wall time and that process's peak RSS):
 
-  push       every row imported as a task (with the transcript draft)
+  push       every row imported as a task (with the transcript draft) into each of the 3 annotators' own projects
   re-push    nothing new to import (idempotency check against the server)
-  pull       export + snapshot + validation, with 3 annotators' complete annotations on every row
+  pull       export + snapshot + validation of the 6 projects, each annotator's answer on every row
 
 Goals: push < 60 s, idle re-push < 5 s, pull < 30 s. The figures are written into docs/annotation.md.
 """
@@ -37,7 +37,8 @@ from pipeline.annotate import server  # noqa: E402
 from pipeline.annotate.accounts import add_annotators  # noqa: E402
 from pipeline.annotate.config import build_config  # noqa: E402
 from pipeline.annotate.labelstudio import Client  # noqa: E402
-from pipeline.annotate.push import load_sessions, project_title  # noqa: E402
+from pipeline.annotate.projects import annotator_title  # noqa: E402
+from pipeline.annotate.push import load_sessions  # noqa: E402
 from pipeline.annotate.results import encode  # noqa: E402
 from pipeline.annotate.settings import AnnotateSettings  # noqa: E402
 from pipeline.annotate.tasks import build_task  # noqa: E402
@@ -118,7 +119,7 @@ def annotation_values(row: TranscriptRow, people: tuple[str, ...], rng: random.R
 
 
 def prepare_annotations(root: Path, connection) -> int:  # noqa: ANN001
-    """Replace the pushed projects with the same tasks carrying 3 annotators' annotations each."""
+    """Replace each annotator's pushed projects with the same tasks carrying that annotator's annotation."""
     project = Project(root)
     settings = AnnotateSettings()
     schema = load_schema(project.schemas / settings.schema_file)
@@ -128,24 +129,26 @@ def prepare_annotations(root: Path, connection) -> int:  # noqa: ANN001
     rng = random.Random(3)
     made = 0
     for scenario in SHAPE:
-        info = client.find_project(project_title(schema, scenario))
-        if info is not None:
-            client.delete_project(info.id)
-        info = client.create_project(project_title(schema, scenario), "benchmark", build_config(schema, scenario), 3)
-        batch: list[dict] = []
-        for session in (s for s in sessions if s.entry.scenario == scenario):
-            entities = schema.entities(session.entry.scenario, session.entry.participants)
-            for index, row in enumerate(session.rows):
-                task = build_task(schema, session, index, context_rows=settings.context_rows, media_url=None)
-                task["annotations"] = [
-                    {"result": encode(schema, annotation_values(row, session.entry.participants, rng, schema),
-                                      entities), "completed_by": ids[email]} for email in ANNOTATORS]
-                batch.append(task)
-                if len(batch) == 250:
-                    made += len(client.import_tasks(info.id, batch))
-                    batch = []
-        if batch:
-            made += len(client.import_tasks(info.id, batch))
+        for email in ANNOTATORS:
+            title = annotator_title(schema, scenario, email)  # type: ignore[arg-type]
+            info = client.find_project(title)
+            if info is not None:
+                client.delete_project(info.id)
+            info = client.create_project(title, "benchmark", build_config(schema, scenario), 1)  # type: ignore[arg-type]
+            batch: list[dict] = []
+            for session in (s for s in sessions if s.entry.scenario == scenario):
+                entities = schema.entities(session.entry.scenario, session.entry.participants)
+                for index, row in enumerate(session.rows):
+                    task = build_task(schema, session, index, context_rows=settings.context_rows, media_url=None)
+                    task["annotations"] = [
+                        {"result": encode(schema, annotation_values(row, session.entry.participants, rng, schema),
+                                          entities), "completed_by": ids[email]}]
+                    batch.append(task)
+                    if len(batch) == 250:
+                        made += len(client.import_tasks(info.id, batch))
+                        batch = []
+            if batch:
+                made += len(client.import_tasks(info.id, batch))
     return made
 
 
@@ -158,11 +161,11 @@ def phase(name: str, root: Path) -> dict:
     started = time.perf_counter()
     if name == "push":
         summary = push_rows(project)
-        detail = {"imported": summary.imported, "present": sum(s.already_present for s in summary.scenarios)}
+        detail = {"imported": summary.imported, "present": sum(p.already_present for p in summary.projects)}
     else:
         pulled = pull_annotations(project)
         detail = {"records": pulled.records, "quarantined": pulled.quarantined,
-                  "annotations": sum(s.annotations for s in pulled.scenarios), **pulled.timings}
+                  "annotations": pulled.annotations, **pulled.timings}
     wall = time.perf_counter() - started
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"wall_s": round(wall, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024),
@@ -194,8 +197,8 @@ def write_docs(report: dict) -> None:
     relist, done = report["relist"], report["annotated"]
     lines = [START, "",
              f"Measured {report['date']} on {report['machine']} (`benchmarks/bench_annotate.py`): "
-             f"{report['rows']:,} rows in {report['sessions']} sessions, 3 annotators per row, embedded server "
-             f"(SQLite), batches of {report['batch']} tasks; load average {report['load']} during the run "
+             f"{report['rows']:,} rows in {report['sessions']} sessions, 3 annotators (each with their own project "
+             f"per scenario), embedded server (SQLite), batches of {report['batch']} tasks; load average {report['load']} during the run "
              "(the machine is shared: figures vary by up to 2x with load).", "",
              "| step | wall time | goal | CPU: rescue / server | peak RSS (rescue process) | result |",
              "|---|---|---|---|---|---|",
@@ -254,7 +257,7 @@ def main() -> None:
         print("re-push", report["repush"], flush=True)
         started = time.perf_counter()
         made = prepare_annotations(root, connection)
-        print(f"prepared {made} tasks with 3 annotations each in {time.perf_counter() - started:.0f} s", flush=True)
+        print(f"prepared {made} tasks with one annotation each in {time.perf_counter() - started:.0f} s", flush=True)
         report["pull"] = measure("pull", root, state.pid)
         print("pull", report["pull"], flush=True)
         report["relist"] = measure("push", root, state.pid)  # projects were replaced: push lists every task

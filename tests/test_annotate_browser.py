@@ -1,5 +1,7 @@
 """An annotator labels a row in the real Label Studio UI (headless Debian Chromium driven by Playwright), and
-pull returns exactly what was clicked. A screenshot is saved to build/test-artifacts/annotate_browser.png."""
+pull returns exactly what was clicked; a second annotator who then opens the same row in their labeling view
+sees none of the first one's answers. Screenshots: build/test-artifacts/annotate_browser.png and
+annotate_browser_independent.png."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 
 from pipeline.annotate.accounts import add_annotators, annotator_password
 from pipeline.annotate.pull import ANNOTATIONS_FILE, pull_annotations
-from pipeline.annotate.push import project_title, push_rows
+from pipeline.annotate.projects import annotator_title
+from pipeline.annotate.push import push_rows
 from pipeline.records import Annotation
 from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
@@ -35,16 +38,24 @@ def _select_word(page, text_of_line: str, word: str) -> None:  # noqa: ANN001 - 
     }""", word)
 
 
+def _log_in(page, url: str, email: str, password: str) -> None:  # noqa: ANN001 - playwright Page
+    page.goto(f"{url}/user/login/")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda current: "/user/login" not in current)
+
+
 def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clicked(ls_server: LiveServer) -> None:
     from playwright.sync_api import sync_playwright
 
     project = ls_server.project
     schema = load_schema(project.schemas / "rescue-v1.yaml")
     rows = write_truth_rows(project, "sample/maya_and_daniel", with_clip=True)
-    push_rows(project, ls_server.connection, settings=SETTINGS)
     email = "ann@example.org"
     add_annotators(project, ls_server.connection, [email])
-    info = ls_server.client.find_project(project_title(schema, "couple"))
+    push_rows(project, ls_server.connection, settings=SETTINGS)  # the annotator's own project, every row
+    info = ls_server.client.find_project(annotator_title(schema, "couple", email))
     assert info is not None
     row = rows[1]  # "#2 Maya: With the weekend. ..."
     task_id = ls_server.client.task_keys(info.id)[row.row_id][0]
@@ -56,11 +67,7 @@ def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clic
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2000})
             page.set_default_timeout(60_000)
-            page.goto(f"{ls_server.url}/user/login/")
-            page.fill("input[name=email]", email)
-            page.fill("input[name=password]", annotator_password(project, email))
-            page.click("button[type=submit]")
-            page.wait_for_url(lambda url: "/user/login" not in url)
+            _log_in(page, ls_server.url, email, annotator_password(project, email))
             page.goto(f"{ls_server.url}/projects/{info.id}/data?task={task_id}")
             speaker = page.locator("#field-primary_speaker input[name=Maya]")
             speaker.wait_for()
@@ -104,3 +111,62 @@ def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clic
         "interaction_behavior": [], "viewpoints_attitudes": [],
     }
     assert summary.quarantined == 0
+
+
+def test_a_second_annotator_opening_the_same_row_sees_none_of_the_first_annotators_answers(
+        ls_server: LiveServer) -> None:
+    from playwright.sync_api import sync_playwright
+
+    project, client = ls_server.project, ls_server.client
+    schema = load_schema(project.schemas / "rescue-v1.yaml")
+    rows = write_truth_rows(project, "sample/maya_and_daniel", with_clip=True)
+    first, second = "ada@example.org", "ben@example.org"
+    add_annotators(project, ls_server.connection, [first, second])
+    push_rows(project, ls_server.connection, settings=SETTINGS)
+    row = rows[1]  # "#2 Maya: With the weekend. ..."
+    tasks = {}
+    for email in (first, second):
+        info = client.find_project(annotator_title(schema, "couple", email))
+        assert info is not None
+        tasks[email] = (info.id, client.task_keys(info.id)[row.row_id][0])
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "annotate_browser_independent.png"
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 2000}).new_page()
+            page.set_default_timeout(60_000)
+            _log_in(page, ls_server.url, first, annotator_password(project, first))
+            project_id, task_id = tasks[first]
+            page.goto(f"{ls_server.url}/projects/{project_id}/data?task={task_id}")
+            page.locator("#field-primary_speaker input[name=Maya]").wait_for()
+            page.locator("#field-target input[name=Daniel]").check()
+            page.locator("#field-utterance_type input[name=accusation]").check()
+            page.locator("[name=tone_of_voice]").fill("icy and clipped")
+            with page.expect_response(lambda r: "/annotations" in r.url and r.request.method == "POST") as saved:
+                page.get_by_role("button", name="Submit").click()
+            assert saved.value.ok
+            (stored,) = client.task_detail(task_id)["annotations"]  # the first annotator's answer is saved
+            assert "icy and clipped" in str(stored["result"])
+
+            page = browser.new_context(viewport={"width": 1400, "height": 2000}).new_page()  # a fresh session
+            page.set_default_timeout(60_000)
+            _log_in(page, ls_server.url, second, annotator_password(project, second))
+            project_id, task_id = tasks[second]
+            with page.expect_response(lambda r: f"/api/tasks/{task_id}" in r.url and r.request.method == "GET") as got:
+                page.goto(f"{ls_server.url}/projects/{project_id}/data?task={task_id}")
+            speaker = page.locator("#field-primary_speaker input[name=Maya]")
+            speaker.wait_for()
+            page.screenshot(path=str(shot), full_page=True)
+            assert got.value.json()["annotations"] == []  # nothing of anyone else's reached this browser
+            assert page.get_by_text(row.text, exact=True).count() >= 1  # the same row, as the first annotator saw it
+            assert speaker.is_checked()  # the draft from the transcript, not the first annotator's answer
+            assert not page.locator("#field-target input[name=Daniel]").is_checked()
+            assert not page.locator("#field-utterance_type input[name=accusation]").is_checked()
+            assert page.locator("[name=tone_of_voice]").input_value() != "icy and clipped"
+            assert page.get_by_text("icy and clipped").count() == 0
+            assert first not in page.content()
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000

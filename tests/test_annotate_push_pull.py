@@ -1,5 +1,6 @@
-"""Push and pull against a real Label Studio server: idempotent push, crash recovery, several annotators,
-round trip of every schema field, latest-save-wins, quarantine, immutable snapshots, bad exports."""
+"""Push and pull against a real Label Studio server: idempotent push (into every annotator's own project),
+crash recovery, several annotators, round trip of every schema field, latest-save-wins, quarantine,
+immutable snapshots, bad exports. Independence itself: test_annotate_independent.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from pipeline.annotate import server
 from pipeline.annotate.accounts import add_annotators, annotator_password
 from pipeline.annotate.labelstudio import Client, Connection, login_token
 from pipeline.annotate.pull import ANNOTATIONS_FILE, QUARANTINE_FILE, pull_annotations, snapshot_from_exports
-from pipeline.annotate.push import project_title, push_rows
+from pipeline.annotate.projects import annotator_title, project_title
+from pipeline.annotate.push import push_rows
 from pipeline.annotate.results import encode
 from pipeline.errors import RescueError
 from pipeline.records import Annotation, TranscriptRow
@@ -29,6 +31,7 @@ from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, add_catalog_copy, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"
+TEAM = ("ann@example.org", "bob@example.org", "cem@example.org")
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +40,23 @@ def schema(ls_server: LiveServer) -> AnnotationSchema:
 
 
 @pytest.fixture(scope="module")
-def pushed(ls_server: LiveServer) -> dict[str, list[TranscriptRow]]:
-    """The couple sample pushed (its rows made from the ground truth); other tests add to it."""
+def annotators(ls_server: LiveServer) -> dict[str, int]:
+    accounts = add_annotators(ls_server.project, ls_server.connection, list(TEAM))
+    return {account.email: account.user_id for account in accounts}
+
+
+@pytest.fixture(scope="module")
+def pushed(ls_server: LiveServer, annotators: dict[str, int]) -> dict[str, list[TranscriptRow]]:
+    """The couple sample pushed to the three annotators (rows made from the ground truth); other tests add to it."""
     rows = write_truth_rows(ls_server.project, MAYA)
     push_rows(ls_server.project, ls_server.connection, settings=SETTINGS)
     return {MAYA: rows}
 
 
-def task_ids(live: LiveServer, scenario: str, schema: AnnotationSchema) -> dict[str, int]:
+def task_ids(live: LiveServer, scenario: str, schema: AnnotationSchema, annotator: str) -> dict[str, int]:
+    """Row id -> task id in `annotator`'s own project of `scenario`."""
     client = live.client
-    info = client.find_project(project_title(schema, scenario))
+    info = client.find_project(annotator_title(schema, scenario, annotator))
     assert info is not None
     keys = client.task_keys(info.id)
     assert all(len(ids) == 1 for ids in keys.values()), "duplicate tasks"
@@ -57,21 +67,22 @@ def test_push_is_idempotent_and_imports_only_new_rows(ls_server: LiveServer, sch
                                                       pushed: dict[str, list[TranscriptRow]]) -> None:
     project, client = ls_server.project, ls_server.client
     rows = pushed[MAYA]
-    couple = client.find_project(project_title(schema, "couple"))
-    assert couple is not None and couple.task_number == len(rows) == 23
-    assert couple.maximum_annotations == 3 and couple.model_version == "transcript"
-    assert client.find_project(project_title(schema, "family")) is None  # no family rows yet
-    ids = task_ids(ls_server, "couple", schema)
-    assert set(ids) == {row.row_id for row in rows}
-    detail = client.task_detail(ids[rows[1].row_id])
-    assert detail["overlap"] == 3  # three annotators receive each task
+    assert client.find_project(project_title(schema, "couple")) is None  # no project shared by all annotators
+    for email in TEAM:
+        couple = client.find_project(annotator_title(schema, "couple", email))
+        assert couple is not None and couple.task_number == len(rows) == 23
+        assert couple.maximum_annotations == 1 and couple.model_version == "transcript"
+        assert client.find_project(annotator_title(schema, "family", email)) is None  # no family rows yet
+        assert set(task_ids(ls_server, "couple", schema, email)) == {row.row_id for row in rows}
+    detail = client.task_detail(task_ids(ls_server, "couple", schema, TEAM[0])[rows[1].row_id])
+    assert detail["overlap"] == 1  # the project's own annotator, nobody else
     draft = {r["from_name"]: r["value"] for r in detail["predictions"][0]["result"]}
     assert draft == {"primary_speaker": {"choices": ["Maya"]}, "target": {"choices": ["Therapist"]},
                      "dialogue_cleaned": {"text": [rows[1].text]}}
 
     again = push_rows(project, ls_server.connection, settings=SETTINGS)
-    assert [(s.scenario, s.imported, s.already_present, s.duplicates) for s in again.scenarios] == [
-        ("couple", 0, 23, 0)]
+    assert [(p.scenario, p.annotator, p.imported, p.already_present, p.duplicates) for p in again.projects] == [
+        ("couple", email, 0, 23, 0) for email in TEAM]
     assert again.sessions_without_rows == ("sample/linda_mark_and_zoe",)
 
     add_catalog_copy(project, MAYA, "extra/maya_again")
@@ -79,10 +90,11 @@ def test_push_is_idempotent_and_imports_only_new_rows(ls_server: LiveServer, sch
     family = write_truth_rows(project, "sample/linda_mark_and_zoe")
     pushed["extra/maya_again"], pushed["sample/linda_mark_and_zoe"] = extra, family
     more = push_rows(project, ls_server.connection, settings=SETTINGS)
-    assert [(s.scenario, s.imported, s.already_present) for s in more.scenarios] == [
-        ("couple", 23, 23), ("family", 24, 0)]
-    assert set(task_ids(ls_server, "couple", schema)) == {r.row_id for r in rows + extra}
-    family_task = client.task_detail(task_ids(ls_server, "family", schema)[family[0].row_id])
+    assert [(p.scenario, p.imported, p.already_present) for p in more.projects] == [
+        ("couple", 23, 23)] * 3 + [("family", 24, 0)] * 3
+    for email in TEAM:
+        assert set(task_ids(ls_server, "couple", schema, email)) == {r.row_id for r in rows + extra}
+    family_task = client.task_detail(task_ids(ls_server, "family", schema, TEAM[2])[family[0].row_id])
     assert [o["value"] for o in family_task["data"]["entities"]] == ["Linda", "Mark", "Zoe", "Therapist", "Family"]
 
 
@@ -90,15 +102,15 @@ def test_the_local_copy_of_the_task_list_counts_only_while_the_server_matches_it
         ls_server: LiveServer, schema: AnnotationSchema, pushed: dict[str, list[TranscriptRow]]) -> None:
     project, client = ls_server.project, ls_server.client
     idle = push_rows(project, ls_server.connection, settings=SETTINGS)
-    assert [(s.imported, s.listed) for s in idle.scenarios] == [(0, False), (0, False)]
+    assert [(p.imported, p.listed) for p in idle.projects] == [(0, False)] * 6
     victim = pushed[MAYA][5]
-    client.delete_task(task_ids(ls_server, "couple", schema)[victim.row_id])  # by hand, behind push's back
+    client.delete_task(task_ids(ls_server, "couple", schema, TEAM[1])[victim.row_id])  # by hand, behind push's back
     after = push_rows(project, ls_server.connection, settings=SETTINGS)
-    couple = after.scenarios[0]
-    assert (couple.imported, couple.listed, couple.duplicates) == (1, True, 0)
-    assert victim.row_id in task_ids(ls_server, "couple", schema)
+    assert [(p.annotator, p.imported, p.listed, p.duplicates) for p in after.projects if p.scenario == "couple"] == [
+        (TEAM[0], 0, False, 0), (TEAM[1], 1, True, 0), (TEAM[2], 0, False, 0)]
+    assert victim.row_id in task_ids(ls_server, "couple", schema, TEAM[1])
     checked = push_rows(project, ls_server.connection, settings=SETTINGS, full_check=True)
-    assert [(s.imported, s.listed) for s in checked.scenarios] == [(0, True), (0, True)]
+    assert [(p.imported, p.listed) for p in checked.projects] == [(0, True)] * 6
 
 
 def test_a_crash_in_the_middle_of_a_push_then_a_re_push_leaves_no_duplicate_and_no_gap(
@@ -108,11 +120,11 @@ def test_a_crash_in_the_middle_of_a_push_then_a_re_push_leaves_no_duplicate_and_
     for name in ("crash/one", "crash/two", "crash/three"):
         add_catalog_copy(project, MAYA, name)
         new_rows += write_truth_rows(project, MAYA, as_session=name)
-    before = set(task_ids(ls_server, "couple", schema))
+    before = {email: set(task_ids(ls_server, "couple", schema, email)) for email in TEAM}
     small = SETTINGS.model_copy(update={"batch_size": 4})
     batches: list[int] = []
 
-    def kill_during_the_next_batch(scenario: str, done: int, total: int) -> None:
+    def kill_during_the_next_batch(label: str, done: int, total: int) -> None:
         batches.append(done)
         if len(batches) == 4:  # three batches are in; SIGKILL the server while the fourth is on its way
             threading.Timer(0.02, server.kill, args=(ls_server.paths,)).start()
@@ -121,19 +133,16 @@ def test_a_crash_in_the_middle_of_a_push_then_a_re_push_leaves_no_duplicate_and_
         push_rows(project, ls_server.connection, settings=small, progress=kill_during_the_next_batch)
     assert server.running(ls_server.paths) is None
     ls_server.start()
-    partial = set(task_ids(ls_server, "couple", schema)) - before
+    first = TEAM[0]  # the crash hit the first annotator's couple project
+    partial = set(task_ids(ls_server, "couple", schema, first)) - before[first]
     assert 12 <= len(partial) < len(new_rows) and len(partial) % 4 == 0  # whole batches only
     again = push_rows(project, ls_server.connection, settings=small)
-    couple = next(s for s in again.scenarios if s.scenario == "couple")
-    assert couple.imported == len(new_rows) - len(partial) and couple.duplicates == 0
-    assert set(task_ids(ls_server, "couple", schema)) == before | {r.row_id for r in new_rows}
-
-
-@pytest.fixture(scope="module")
-def annotators(ls_server: LiveServer, pushed: dict) -> dict[str, int]:
-    accounts = add_annotators(ls_server.project, ls_server.connection,
-                              ["ann@example.org", "bob@example.org", "cem@example.org"])
-    return {account.email: account.user_id for account in accounts}
+    couple = {p.annotator: p for p in again.projects if p.scenario == "couple"}
+    assert couple[first].imported == len(new_rows) - len(partial)
+    assert [couple[email].imported for email in TEAM[1:]] == [len(new_rows)] * 2
+    assert all(p.duplicates == 0 for p in again.projects)
+    for email in TEAM:
+        assert set(task_ids(ls_server, "couple", schema, email)) == before[email] | {r.row_id for r in new_rows}
 
 
 def _records(summary_folder: str, live: LiveServer) -> list[Annotation]:
@@ -143,7 +152,7 @@ def _records(summary_folder: str, live: LiveServer) -> list[Annotation]:
 def test_each_annotator_gets_back_exactly_what_they_annotated_for_every_field(
         ls_server: LiveServer, schema: AnnotationSchema, pushed: dict, annotators: dict[str, int]) -> None:
     rows = pushed[MAYA]
-    ids = task_ids(ls_server, "couple", schema)
+    ids = {email: task_ids(ls_server, "couple", schema, email) for email in TEAM}  # each in their own project
     therapist_row, client_row = rows[0], rows[1]
     assert (therapist_row.speaker, client_row.speaker) == ("Therapist", "Maya")
     # ann annotates as herself, with her own token; bob and cem through the admin (completed_by)
@@ -163,11 +172,12 @@ def test_each_annotator_gets_back_exactly_what_they_annotated_for_every_field(
     for email, row, values, completed_by in plan:
         result = encode(schema, values, COUPLE_ENTITIES)
         creator = ann if completed_by is None else ls_server.client
-        made[(email, row.row_id)] = creator.create_annotation(ids[row.row_id], result, completed_by=completed_by)
+        made[(email, row.row_id)] = creator.create_annotation(ids[email][row.row_id], result,
+                                                              completed_by=completed_by)
 
     summary = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
-    couple = next(s for s in summary.scenarios if s.scenario == "couple")
-    assert {"ann@example.org", "bob@example.org", "cem@example.org"} <= set(couple.annotators)
+    assert {(p.annotator, p.annotators) for p in summary.projects if p.scenario == "couple"} == {
+        (email, (email,)) for email in TEAM}
     records = _records(summary.folder, ls_server)
     covered: set[str] = set()
     for email, row, values, _ in plan:
@@ -178,7 +188,7 @@ def test_each_annotator_gets_back_exactly_what_they_annotated_for_every_field(
             assert record == Annotation(
                 schema_version="rescue-v1", scenario="couple", session_id=MAYA, row_id=row.row_id,
                 row_index=row.row_index, annotator=email, field=record.field, value=expected[record.field],
-                task_id=ids[row.row_id], annotation_id=made[(email, row.row_id)], updated_at=record.updated_at,
+                task_id=ids[email][row.row_id], annotation_id=made[(email, row.row_id)], updated_at=record.updated_at,
                 snapshot=summary.snapshot)
         covered |= {r.field for r in mine}
     assert covered == {field.name for field in schema.fields}  # every field of the schema came back
@@ -187,7 +197,7 @@ def test_each_annotator_gets_back_exactly_what_they_annotated_for_every_field(
 def test_when_a_user_saves_a_task_twice_the_latest_counts(ls_server: LiveServer, schema: AnnotationSchema,
                                                           pushed: dict, annotators: dict[str, int]) -> None:
     row = pushed[MAYA][2]  # Daniel
-    task = task_ids(ls_server, "couple", schema)[row.row_id]
+    task = task_ids(ls_server, "couple", schema, "bob@example.org")[row.row_id]
     values = {**client_values(), "primary_speaker": "Daniel", "target": ["Therapist"],
               "viewpoints_attitudes": [], "utterance_type": "defense"}
     bob = annotators["bob@example.org"]
@@ -195,7 +205,7 @@ def test_when_a_user_saves_a_task_twice_the_latest_counts(ls_server: LiveServer,
     second = ls_server.client.create_annotation(
         task, encode(schema, {**values, "utterance_type": "withdrawal"}, COUPLE_ENTITIES), completed_by=bob)
     summary = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
-    couple = next(s for s in summary.scenarios if s.scenario == "couple")
+    couple = next(p for p in summary.projects if p.annotator == "bob@example.org" and p.scenario == "couple")
     mine = [r for r in _records(summary.folder, ls_server) if r.task_id == task]
     assert {r.annotation_id for r in mine} == {second}
     assert next(r.value for r in mine if r.field == "utterance_type") == "withdrawal"
@@ -208,7 +218,7 @@ def test_invalid_annotations_go_to_quarantine_with_task_annotator_and_reason(
         ls_server: LiveServer, schema: AnnotationSchema, pushed: dict, annotators: dict[str, int]) -> None:
     project, client = ls_server.project, ls_server.client
     extra = pushed["extra/maya_again"]
-    ids = task_ids(ls_server, "couple", schema)
+    ids = task_ids(ls_server, "couple", schema, "cem@example.org")
     cem = annotators["cem@example.org"]
     bad = {**client_values(), "utterance_type": "shouting",  # unknown label (the API stores it anyway)
            "body_posture": [{"person": "Bob", "description": "slouching"}],  # not a person of the session
@@ -248,9 +258,10 @@ def test_snapshots_are_stored_verbatim_read_only_and_never_overwritten(ls_server
     for path in folder.rglob("*"):
         if path.is_file():
             assert stat.S_IMODE(path.stat().st_mode) == 0o444
-    exported = json.loads((folder / "exports" / "couple.json").read_text())
-    assert {t["id"] for t in exported} == set(task_ids(ls_server, "couple", load_schema(
-        ls_server.project.schemas / "rescue-v1.yaml")).values())
+    schema = load_schema(ls_server.project.schemas / "rescue-v1.yaml")
+    for email in TEAM:
+        exported = json.loads((folder / "exports" / "couple" / f"{email}.json").read_text())
+        assert {t["id"] for t in exported} == set(task_ids(ls_server, "couple", schema, email).values())
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["snapshot"] == first.snapshot
     # the hash every reader checks the records against (pipeline.agreement.inputs.check_snapshot)
@@ -262,7 +273,8 @@ def test_snapshots_are_stored_verbatim_read_only_and_never_overwritten(ls_server
 def test_an_export_in_an_unknown_schema_version_is_refused_but_kept(ls_server: LiveServer, schema: AnnotationSchema,
                                                                     pushed: dict) -> None:
     summary = pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS)
-    tasks = json.loads((ls_server.project.root / summary.folder / "exports" / "couple.json").read_text())
+    tasks = json.loads((ls_server.project.root / summary.folder / "exports" / "couple" / "cem@example.org.json"
+                        ).read_text())
     assert any(t["annotations"] for t in tasks)
     future = copy.deepcopy(tasks)
     for task in future:
@@ -271,26 +283,28 @@ def test_an_export_in_an_unknown_schema_version_is_refused_but_kept(ls_server: L
     with pytest.raises(RescueError, match="schema version\\(s\\) 'rescue-v9'") as caught:
         snapshot_from_exports(ls_server.project, {"couple": data}, {}, schema=schema, source="a stored file")
     assert "known: rescue-v1" in caught.value.message and "annotation_schemas/" in caught.value.fix
-    kept = sorted((ls_server.project.build / "annotations").glob("*/exports/couple.json"))[-1]
+    kept = sorted((ls_server.project.build / "annotations").glob("*/exports/couple/shared.json"))[-1]
     assert kept.read_bytes() == data and not (kept.parent.parent / ANNOTATIONS_FILE).exists()
 
 
 def test_a_label_config_the_server_rejects_is_one_clear_error(ls_server: LiveServer, schema: AnnotationSchema,
                                                               pushed: dict, annotators: dict[str, int]) -> None:
     row = pushed[MAYA][3]
-    task = task_ids(ls_server, "couple", schema)[row.row_id]
+    task = task_ids(ls_server, "couple", schema, "ann@example.org")[row.row_id]
     ls_server.client.create_annotation(task, encode(schema, client_values(), COUPLE_ENTITIES),
                                        completed_by=annotators["ann@example.org"])
     without = AnnotationSchema.model_validate({**schema.model_dump(mode="json"), "fields": [
         f.model_dump(mode="json") for f in schema.fields if f.name != "utterance_type"]})
-    with pytest.raises(RescueError, match="rejected the new label config of project 'RESCUE couple - rescue-v1'") as e:
+    with pytest.raises(RescueError, match="rejected the new label config of project "
+                                          "'RESCUE couple - rescue-v1 / ann@example.org'") as e:
         push_rows(ls_server.project, ls_server.connection, settings=SETTINGS, schema=without)
     assert "from_name=utterance_type" in e.value.message and "new version" in e.value.fix
 
 
 def test_pull_without_projects_says_push_first(ls_server: LiveServer, schema: AnnotationSchema) -> None:
     other = AnnotationSchema.model_validate({**schema.model_dump(mode="json"), "version": "77"})
-    with pytest.raises(RescueError, match="has no project 'RESCUE couple - rescue-v77'") as caught:
+    with pytest.raises(RescueError, match="has no annotation project 'RESCUE couple - rescue-v77 / "
+                                          "<email>'") as caught:
         pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS, schema=other)
     assert "rescue push" in caught.value.fix
 
@@ -303,12 +317,15 @@ def test_the_push_and_pull_commands(ls_server: LiveServer, pushed: dict) -> None
     runner = CliRunner()
     result = runner.invoke(main, ["--root", str(ls_server.project.root), "push"])
     assert result.exit_code == 0, result.stderr
-    assert "couple: 0 task(s) imported, " in result.stdout and "0 duplicate(s); overlap 3 annotators" in result.stdout
+    for email in TEAM:
+        assert f"couple / {email}: 0 task(s) imported, " in result.stdout
+    assert "0 duplicate(s)" in result.stdout and "no annotators yet" not in result.stdout
     result = runner.invoke(main, ["--root", str(ls_server.project.root), "pull"])
     assert result.exit_code == 0, result.stderr
     snapshot = re.search(r"snapshot (\d{8}T\d{6}Z) -> (\S+)/", result.stdout)
     assert snapshot and (ls_server.project.root / snapshot.group(2) / ANNOTATIONS_FILE).exists()
-    assert re.search(r"couple: \d+ tasks, \d+ annotations .* -> \d+ records, \d+ quarantined", result.stdout)
+    assert re.search(r"couple / cem@example.org: \d+ tasks, \d+ annotations .* -> \d+ records, \d+ quarantined",
+                     result.stdout)
     assert "quarantined: see build/annotations/" in result.stdout  # earlier tests left invalid annotations
 
 

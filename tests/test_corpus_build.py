@@ -90,6 +90,7 @@ def instance_lines(release: Path) -> dict[tuple[str, str], str]:
 def test_build_runs_the_whole_chain_and_freezes_a_verified_release(corpus: Project) -> None:
     output = build(corpus)
     stored = sum(s["annotations"] for s in RECORDING["sessions"].values())
+    couple, family, team = len(read_rows(corpus, COUPLE)), len(read_rows(corpus, FAMILY)), len(ANNOTATORS)
     assert "Nothing to do: all 2 session(s) are up to date." in output  # the per-session stages were built
     # Row edges (so row ids) depend on the CPU the ASR ran on: stored rows may be re-anchored, never left out.
     applied = re.search(rf"sample-annotations: ran - {stored} stored annotation\(s\) re-created on 2 sample "
@@ -99,7 +100,9 @@ def test_build_runs_the_whole_chain_and_freezes_a_verified_release(corpus: Proje
     pairs = record["detail"]["applied"]["reanchored"]
     assert len(pairs) == int(applied[1]) and all(p["iou"] >= MIN_IOU for p in pairs)
     assert not re.search(r"re-anchored \S+ ->", output)  # one summary line, the pairs only in the record
-    for line in ("server: ran - embedded server", "push: ran - 45 task(s) imported (couple 22, family 23)",
+    pushed = (f"push: ran - {team * (couple + family)} task(s) imported (couple {team * couple}, family "
+              f"{team * family}), 0 already there, in the own projects of {team} annotator(s)")  # every row, each
+    for line in ("server: ran - embedded server", pushed,
                  "pull: ran - snapshot", "agree: ran - 3 annotator(s), 45 row(s)",
                  "sample-adjudications: ran", "adjudicate: ran", "gold: ran - 2 session(s), 45 row(s)",
                  "freeze: ran - release v1: 2 session(s)", "agreement report: build/agreement/report.html",
@@ -171,7 +174,9 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
         assert f"{stage}: 1 ran, 2 up to date, 0 failed" in output, stage
     new_rows = read_rows(corpus, NEW_SESSION)
     imported = len(new_rows)
-    assert f"push: ran - {imported} task(s) imported (couple {imported}, family 0), 45 already there" in output
+    team, before = len(ANNOTATORS), len(read_rows(corpus, COUPLE)) + len(read_rows(corpus, FAMILY))
+    assert (f"push: ran - {team * imported} task(s) imported (couple {team * imported}, family 0), "
+            f"{team * before} already there, in the own projects of {team} annotator(s)") in output
     assert f"{NEW_SESSION}: no annotations pulled yet" in output  # reported, and left out of the release
     assert "freeze: up to date - release v1: 2 session(s)" in output
 
@@ -179,9 +184,11 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
     live.start()
     try:
         client = Client(live.connection)
-        info = client.find_project("RESCUE couple - rescue-v1")
-        assert info is not None
-        tasks = client.task_keys(info.id)
+        tasks = {}
+        for annotator in ANNOTATORS:  # each labels in their own project
+            info = client.find_project(f"RESCUE couple - rescue-v1 / {annotator}")
+            assert info is not None
+            tasks[annotator] = client.task_keys(info.id)
         ids = {email: user_id for user_id, email in client.users().items()}
         schema = load_schema(corpus.schemas / "rescue-v1.yaml")
         entities = schema.entities("couple", ("Maya", "Daniel"))
@@ -189,7 +196,7 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
         assert set(answers) == {row.row_id for row in new_rows}
         for row_id, values in answers.items():
             for annotator in ANNOTATORS:
-                client.create_annotation(tasks[row_id][0], encode(schema, values, entities),
+                client.create_annotation(tasks[annotator][row_id][0], encode(schema, values, entities),
                                          completed_by=ids[annotator])
         output = build(corpus)
     finally:

@@ -1,6 +1,7 @@
 """Re-creating the stored sample annotations on rows that moved: a shifted row is re-anchored by time
-overlap (IoU >= 0.5), a row that is gone is reported with the reason, and a second apply (as after an
-interrupted one) creates nothing twice. Against a real Label Studio server and the real stored export."""
+overlap (IoU >= 0.5), a row that is gone is reported with the reason, a second apply (as after an
+interrupted one) creates nothing twice, and every stored annotation lands in its own annotator's project.
+Against a real Label Studio server and the real stored export."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pipeline.annotate import server
 from pipeline.annotate.pull import pull_annotations
 from pipeline.annotate.push import push_rows
 from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
-from pipeline.corpus.labelstudio_steps import ServerSession, annotation_titles, fetch_exports
+from pipeline.corpus.labelstudio_steps import ServerSession, fetch_annotation_exports
 from pipeline.corpus.server_steps import _apply_notes
 from pipeline.corpus.stored import (MIN_IOU, Placement, StoredAnnotation, StoredExport, StoredTask, Unplaced, anchor,
                                    load_stored, plan_apply)
@@ -99,7 +100,7 @@ def moved(built_samples: Project, labelstudio_template: Path, tmp_path_factory: 
 def test_stored_annotations_follow_moved_rows_and_the_rest_is_reported(moved: Moved) -> None:
     project = moved.live.project
     schema = load_schema(project.schemas / "rescue-v1.yaml")
-    push_rows(project, moved.live.connection, settings=SETTINGS, schema=schema)
+    push_rows(project, moved.live.connection, settings=SETTINGS, schema=schema, annotators=ANNOTATORS)
     session = ServerSession(moved.live.connection, False, moved.live.paths, "test server")
     stored = load_stored("annotation")
     stored_couple = [t.row_id for export in stored.values() for t in export.tasks if t.session_id == COUPLE]
@@ -109,7 +110,7 @@ def test_stored_annotations_follow_moved_rows_and_the_rest_is_reported(moved: Mo
     assert not problems and len(baseline) == len(moved.original) == len(stored_couple)
     stored_for = {p.row_id: p.stored_row for p in baseline}
     catalog = {COUPLE, FAMILY}
-    summary = apply_stored_export(project, session, fetch_exports(session.client, annotation_titles(schema)), stored,
+    summary = apply_stored_export(project, session, fetch_annotation_exports(session.client, schema), stored,
                                   catalog, set(), kind="annotation")
     total = sum(len(t.annotations) for export in stored.values() for t in export.tasks)
     assert set(summary.sessions) == catalog
@@ -122,9 +123,16 @@ def test_stored_annotations_follow_moved_rows_and_the_rest_is_reported(moved: Mo
     assert "IoU" in summary.unplaced[0].reason
     assert summary.created == total - len(ANNOTATORS)
 
-    again = apply_stored_export(project, session, fetch_exports(session.client, annotation_titles(schema)), stored,
-                                catalog, {COUPLE, FAMILY}, kind="annotation")  # as after an interrupted apply
+    exports = fetch_annotation_exports(session.client, schema)
+    again = apply_stored_export(project, session, exports, stored, catalog, {COUPLE, FAMILY},
+                                kind="annotation")  # as after an interrupted apply
     assert again.created == 0 and again.already == total - len(ANNOTATORS)
+    users = session.client.users()
+    assert sorted((e.scenario, e.annotator) for e in exports) == sorted(
+        (scenario, email) for scenario in ("couple", "family") for email in ANNOTATORS)
+    for export in exports:  # independent labels: an annotator's project holds only their own answers
+        authors = {users[a["completed_by"]] for task in export.tasks for a in task["annotations"]}
+        assert authors == {export.annotator}, export.name
 
     pulled = pull_annotations(project, moved.live.connection, settings=SETTINGS, schema=schema)
     assert pulled.quarantined == 0

@@ -24,6 +24,8 @@ def test_overrides_are_read(tmp_path: Path) -> None:
     ("[tool.rescue.ingest]\nkeyframe_intervall = 2\n", "ingest.keyframe_intervall: Extra inputs are not permitted"),
     ("[tool.rescue.ingest]\nkeyframe_interval = -1\n", "ingest.keyframe_interval: Input should be greater than 0"),
     ("[tool.rescue\n", "cannot read"),
+    ("[tool.rescue.annotate]\nannotators_per_row = 3\n",  # gone with independent labels: say why, not just "extra"
+     "annotators_per_row is no longer a setting: every annotator labels every row in a project of their own"),
 ])
 def test_bad_settings_name_the_key(tmp_path: Path, text: str, expected: str) -> None:
     (tmp_path / "pyproject.toml").write_text(text)

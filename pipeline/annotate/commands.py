@@ -119,7 +119,8 @@ def annotators_list(ctx: click.Context) -> None:
               help="List every task on the server instead of trusting the local copy of the last listing.")
 @click.pass_context
 def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> None:
-    """Import transcript rows as Label Studio tasks (only rows without a task; one project per scenario)."""
+    """Import transcript rows as Label Studio tasks: one project per scenario and annotator, each with every row
+    (only rows without a task there are imported), so annotators label independently."""
     from pipeline.annotate.push import push_rows
 
     project = _project(ctx)
@@ -127,23 +128,26 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
     bars: dict[str, int] = {}
 
-    def report(scenario: str, done: int, total: int) -> None:
-        if scenario not in bars:
-            bars[scenario] = progress.add_task(scenario, total=total)
-        progress.update(bars[scenario], completed=done)
+    def report(label: str, done: int, total: int) -> None:
+        if label not in bars:
+            bars[label] = progress.add_task(label, total=total)
+        progress.update(bars[label], completed=done)
 
     with progress:
         summary = push_rows(project, session_ids=session_ids, progress=report, full_check=full_check)
-    for part in summary.scenarios:
-        console.print(f"{part.scenario}: {part.imported} task(s) imported, {part.already_present} already there, "
-                      f"{part.stale} stale, {part.duplicates} duplicate(s); overlap {part.maximum_annotations} "
-                      f"annotators -> {part.project_url}", highlight=False)
+    for part in summary.projects:
+        console.print(f"{part.scenario} / {part.annotator}: {part.imported} task(s) imported, {part.already_present} "
+                      f"already there, {part.stale} stale, {part.duplicates} duplicate(s) -> {part.project_url}",
+                      highlight=False)
+    if not summary.annotators:
+        console.print("no annotators yet: add their accounts with `rescue annotators add EMAIL...` (or list them in "
+                      "[tool.rescue.agreement] annotators), then push again", highlight=False)
     if summary.sessions_without_rows:
         console.print(f"no rows yet (run `rescue build`): {', '.join(summary.sessions_without_rows)}",
                       highlight=False)
     if summary.rows_without_media:
         console.print(f"{summary.rows_without_media} row(s) have no media to show (run `rescue ingest`)")
-    if not summary.scenarios:
+    if summary.annotators and not summary.projects:
         console.print("nothing to push: no session has rows yet")
 
 
@@ -156,13 +160,17 @@ def pull(ctx: click.Context) -> None:
     project = _project(ctx)
     with err_console.status("exporting annotations from Label Studio..."):
         summary = pull_annotations(project)
-    for part in summary.scenarios:
-        console.print(f"{part.scenario}: {part.tasks} tasks, {part.annotations} annotations "
+    for part in summary.projects:
+        console.print(f"{part.scenario} / {part.annotator or 'shared project'}: {part.tasks} tasks, "
+                      f"{part.annotations} annotations "
                       f"({part.cancelled} skipped, {part.superseded} superseded by a later save of the same "
                       f"annotator), {len(part.annotators)} annotator(s) -> {part.records} records, "
                       f"{part.quarantined} quarantined", highlight=False)
         for line in part.superseded_detail[:5]:
             console.print(f"  {line}", highlight=False)
+        if part.foreign:
+            console.print(f"  [yellow]{part.foreign} annotation(s) by other accounts in {part.annotator}'s own "
+                          "project: quarantined, not merged[/]", highlight=False)
     waited, parsed = summary.timings.get("wait_for_exports_s", 0.0), summary.timings.get("parse_s", 0.0)
     console.print(f"snapshot {summary.snapshot} -> {summary.folder}/ (waited {waited:.1f} s for the server's "
                   f"exports, parsed in {parsed:.1f} s)", highlight=False)

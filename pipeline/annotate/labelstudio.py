@@ -193,6 +193,12 @@ class Client:
                               "rename or delete the extra ones so that push and pull know which one to use")
         return self.project(int(matches[0].id)) if matches else None
 
+    def projects_titled(self, part: str) -> list[ProjectInfo]:
+        """Every project whose title contains `part` (the server's filter ignores case)."""
+        with self._api("list projects"):
+            ids = [int(p.id) for p in self._sdk.projects.list(title=part, page_size=100) if part in str(p.title)]
+        return [self.project(project_id) for project_id in sorted(ids)]
+
     def project(self, project_id: int) -> ProjectInfo:
         with self._api(f"read project {project_id}"):
             return self._info(self._sdk.projects.get(id=project_id))

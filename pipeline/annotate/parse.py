@@ -3,7 +3,9 @@
 Checks, in order: the task's schema version is known (else the whole export is refused), its row
 still exists in build/transcripts/, the annotation's result fits the label config (SDK
 LabelInterface), and every field fits the schema (results.decode: labels, people of the session,
-required fields, rows the field applies to). Only the latest annotation of a user on a task counts.
+required fields, rows the field applies to). Only the latest annotation of a user on a task counts. In an
+annotator's own project (`owner`), an annotation by any other account is quarantined whole: reported,
+never merged, since it was not an independent answer of the project's annotator.
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ class ExportParse:
     cancelled: int = 0
     superseded: list[str] = field(default_factory=list)
     annotators: tuple[str, ...] = ()
+    foreign: int = 0  # annotations by another account in the owner's project (quarantined)
+    kept: dict[tuple[str, str], tuple[str, int, int]] = field(default_factory=dict)  # (row, annotator) ->
+    # (updated_at, annotation id, task id) of the annotation that counts, for merging several exports
 
 
 def _field_of(entry: Mapping[str, Any]) -> str | None:
@@ -111,7 +116,8 @@ def _tasks(data: bytes, where: str) -> Iterator[dict[str, Any]]:
 
 
 def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, scenario: Scenario,
-                 schemas: Mapping[str, AnnotationSchema], snapshot: str, where: str) -> ExportParse:
+                 schemas: Mapping[str, AnnotationSchema], snapshot: str, where: str,
+                 owner: str | None = None) -> ExportParse:
     rows = _Rows(project)
     checkers: dict[str, ResultChecker] = {}
     out = ExportParse()
@@ -139,7 +145,14 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
                                   f"{annotation['id']} and later {newer['id']}; {newer['id']} counts")
         for annotation in kept.values():
             annotator = _who(users, annotation)
+            if owner is not None and annotator.lower() != owner.lower():
+                out.foreign += 1
+                _refuse_foreign(out, task, annotation, annotator, owner, scenario, snapshot)
+                continue
             seen_annotators.add(annotator)
+            row_id = str((task.get("data") or {}).get("row_id", ""))
+            out.kept[(row_id, annotator)] = (str(annotation.get("updated_at", "")), int(annotation["id"]),
+                                             int(task["id"]))
             _one_annotation(out, schema, checkers[schema.id], rows, task, annotation, annotator, scenario, snapshot)
     if unknown:
         found = ", ".join(f"{version!r} ({count} task(s))" for version, count in sorted(unknown.items()))
@@ -150,6 +163,17 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
     out.records.sort(key=lambda pair: pair[0])
     out.quarantine.sort(key=lambda q: (q.task_id, q.annotator, q.field or ""))
     return out
+
+
+def _refuse_foreign(out: ExportParse, task: dict[str, Any], annotation: dict[str, Any], annotator: str, owner: str,
+                    scenario: Scenario, snapshot: str) -> None:
+    data = task.get("data") or {}
+    out.quarantine.append(QuarantinedAnnotation(
+        snapshot=snapshot, scenario=scenario, task_id=int(task["id"]), annotation_id=int(annotation["id"]),
+        annotator=annotator, session_id=str(data.get("session_id", "")), row_id=str(data.get("row_id", "")),
+        field=None, reason=f"made by {annotator} in the own project of {owner}: not merged (labels count only from "
+                           f"each annotator's own project; {annotator} should label this row in theirs)",
+        result=list(annotation.get("result") or [])))
 
 
 def _who(users: Mapping[int, str], annotation: Mapping[str, Any]) -> str:
@@ -217,4 +241,4 @@ def _one_annotation(out: ExportParse, schema: AnnotationSchema, checker: ResultC
     tail = template.model_dump_json(include=_TAIL)[1:]
     for name, value in values.items():
         line = f'{head},"field":{_JSON.dump_json(name).decode()},"value":{_JSON.dump_json(value).decode()},{tail}'
-        out.records.append(((session_id, row.row_index, annotator, order[name]), line))
+        out.records.append(((session_id, row.row_index, annotator, order[name], int(annotation["id"])), line))

@@ -1,11 +1,13 @@
 """`rescue pull`: Label Studio exports -> an immutable snapshot -> validated `Annotation` records.
 
-A pull stores each scenario project's full JSON export verbatim under
-`build/annotations/<UTC time>/exports/<scenario>.json` (read-only files, in a folder that is never
-reused), then parses it into one `Annotation` per row x annotator x field (`annotations.jsonl`).
-Whatever cannot be read goes to `quarantine.jsonl` with task, annotator and reason; `summary.json`
-counts everything and records the sha256 of annotations.jsonl, which every reader checks
-(pipeline.agreement.inputs.check_snapshot). When one annotator saved a task more than once, the latest annotation counts.
+A pull stores the full JSON export of every annotation project (one per scenario and annotator, see
+`projects`) verbatim under `build/annotations/<UTC time>/exports/<scenario>/<annotator>.json` (read-only
+files, in a folder that is never reused), then parses them into one `Annotation` per row x annotator x
+field (`annotations.jsonl`). Whatever cannot be read goes to `quarantine.jsonl` with task, annotator and
+reason, among it any annotation another account made in an annotator's own project (reported, never
+merged); `summary.json` counts everything and records the sha256 of annotations.jsonl, which every
+reader checks (pipeline.agreement.inputs.check_snapshot). When one annotator saved a row more than once, the latest
+annotation counts.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,8 +28,10 @@ from pydantic import Field
 
 from pipeline.annotate.config import build_config
 from pipeline.annotate.labelstudio import Client, Connection
+from pipeline.annotate.merge import merge_latest
 from pipeline.annotate.parse import ExportParse, parse_export
-from pipeline.annotate.push import project_title, schema_path
+from pipeline.annotate.projects import SHARED, annotation_projects, annotator_title
+from pipeline.annotate.push import schema_path
 from pipeline.annotate.server import connect
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
@@ -40,8 +45,22 @@ ANNOTATIONS_FILE, QUARANTINE_FILE, SUMMARY_FILE, USERS_FILE = (
     "annotations.jsonl", "quarantine.jsonl", "summary.json", "users.json")
 
 
-class ScenarioPull(Record):
+@dataclass(frozen=True)
+class ExportKey:
+    """Where an export came from: a scenario's project of one annotator, or (annotator None) a shared one."""
+
     scenario: Scenario
+    annotator: str | None = None
+    project_id: int | None = None
+
+    @property
+    def file(self) -> str:
+        return f"exports/{self.scenario}/{self.annotator or SHARED}.json"
+
+
+class ProjectPull(Record):
+    scenario: Scenario
+    annotator: str | None = Field(description="whose own project this is; None for a shared project")
     export_file: str
     project_id: int | None = None
     tasks: int
@@ -49,6 +68,7 @@ class ScenarioPull(Record):
     cancelled: int
     superseded: int = Field(description="older annotations of a user on a task that user annotated again")
     superseded_detail: tuple[str, ...] = ()
+    foreign: int = Field(0, description="annotations another account made in this annotator's project (quarantined)")
     records: int
     quarantined: int
     annotators: tuple[str, ...]
@@ -59,7 +79,7 @@ class PullSummary(Record):
     folder: str
     schema_version: str
     source: str = Field(description="the server URL, or where the exports were read from")
-    scenarios: tuple[ScenarioPull, ...]
+    projects: tuple[ProjectPull, ...]
     error: str = ""
     annotations_sha256: str = Field("", description="sha256 of annotations.jsonl as written; readers compare it "
                                                     "(empty in snapshots pulled before it was recorded)")
@@ -68,11 +88,15 @@ class PullSummary(Record):
 
     @property
     def records(self) -> int:
-        return sum(s.records for s in self.scenarios)
+        return sum(p.records for p in self.projects)
 
     @property
     def quarantined(self) -> int:
-        return sum(s.quarantined for s in self.scenarios)
+        return sum(p.quarantined for p in self.projects)
+
+    @property
+    def annotations(self) -> int:
+        return sum(p.annotations for p in self.projects)
 
 
 def known_schemas(project: Project, current: AnnotationSchema) -> dict[str, AnnotationSchema]:
@@ -108,20 +132,21 @@ def _write_readonly(path: Path, data: bytes) -> None:
     path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
 
 
-def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | Iterable[tuple[Scenario, bytes]],
-                          users: Mapping[int, str], *,
-                          schema: AnnotationSchema, source: str,
-                          project_ids: Mapping[Scenario, int] | None = None) -> PullSummary:
+def snapshot_from_exports(project: Project,
+                          exports: Mapping[ExportKey | Scenario, bytes] | Iterable[tuple[ExportKey | Scenario, bytes]],
+                          users: Mapping[int, str], *, schema: AnnotationSchema, source: str) -> PullSummary:
     """Store each export verbatim in a new snapshot as it arrives, parse it, then write records and quarantine.
 
-    `exports` may be lazy (pull downloads the next export while this parses the previous one). Every
-    export is stored even when one cannot be parsed; that error is raised once all are stored.
+    `exports` may be lazy (pull downloads the next export while this parses the previous one); a plain
+    scenario as key means a shared project. Every export is stored even when one cannot be parsed; that
+    error is raised once all are stored. Where one annotator's answer to a row comes from two projects
+    (their own and a shared one of older pushes), the latest save counts, as within one project.
     """
     base = project.build / "annotations"
     name, tmp = _new_snapshot_dir(base)
     final = base / name
     where = project.rel_or_abs(final)
-    parsed: dict[Scenario, ExportParse] = {}
+    parsed: dict[ExportKey, ExportParse] = {}
     error: RescueError | None = None
     annotations_sha256 = ""
     timings = {"wait_for_exports_s": 0.0, "parse_s": 0.0}
@@ -130,38 +155,41 @@ def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | 
                                                      ensure_ascii=False).encode("utf-8"))
         schemas = known_schemas(project, schema)
         waited = time.perf_counter()
-        for scenario, data in (exports.items() if isinstance(exports, Mapping) else exports):
+        for raw_key, data in (exports.items() if isinstance(exports, Mapping) else exports):
+            key = raw_key if isinstance(raw_key, ExportKey) else ExportKey(raw_key)
             timings["wait_for_exports_s"] += time.perf_counter() - waited
-            _write_readonly(tmp / "exports" / f"{scenario}.json", data)
+            _write_readonly(tmp / key.file, data)
             started = time.perf_counter()
             if error is None:
                 try:
-                    parsed[scenario] = parse_export(project, data, users, scenario=scenario, schemas=schemas,
-                                                    snapshot=name, where=f"{where}/exports/{scenario}.json")
+                    parsed[key] = parse_export(project, data, users, scenario=key.scenario, schemas=schemas,
+                                               snapshot=name, where=f"{where}/{key.file}", owner=key.annotator)
                 except RescueError as exc:
                     error = exc
             del data
             timings["parse_s"] += time.perf_counter() - started
             waited = time.perf_counter()
-        scenarios = () if error else tuple(
-            ScenarioPull(scenario=scenario, export_file=f"exports/{scenario}.json",
-                         project_id=(project_ids or {}).get(scenario), tasks=result.tasks,
-                         annotations=result.annotations, cancelled=result.cancelled, superseded=len(result.superseded),
-                         superseded_detail=tuple(result.superseded), records=len(result.records),
-                         quarantined=len(result.quarantine), annotators=result.annotators)
-            for scenario, result in parsed.items())
+        parts: tuple[ProjectPull, ...] = ()
         if error is None:
             started = time.perf_counter()
-            lines = sorted(pair for result in parsed.values() for pair in result.records)
+            merged = merge_latest(parsed)
+            parts = tuple(
+                ProjectPull(scenario=key.scenario, annotator=key.annotator, export_file=key.file,
+                            project_id=key.project_id, tasks=result.tasks, annotations=result.annotations,
+                            cancelled=result.cancelled, superseded=len(result.superseded) + len(merged.detail[key]),
+                            superseded_detail=tuple(result.superseded + merged.detail[key]),
+                            foreign=result.foreign, records=merged.records[key], quarantined=len(result.quarantine),
+                            annotators=result.annotators)
+                for key, result in parsed.items())
             quarantine = [q for result in parsed.values() for q in result.quarantine]
-            records_data = "".join(line + "\n" for _, line in lines).encode()
+            records_data = "".join(line + "\n" for line in merged.lines).encode()
             _write_readonly(tmp / ANNOTATIONS_FILE, records_data)
             annotations_sha256 = hashlib.sha256(records_data).hexdigest()
             del records_data
             _write_readonly(tmp / QUARANTINE_FILE, "".join(q.model_dump_json() + "\n" for q in quarantine).encode())
             timings["write_s"] = time.perf_counter() - started
         summary = PullSummary(snapshot=name, folder=where, schema_version=schema.id, source=source,
-                              scenarios=scenarios, error=str(error) if error else "",
+                              projects=parts, error=str(error) if error else "",
                               annotations_sha256=annotations_sha256,
                               timings={k: round(v, 2) for k, v in timings.items()})
         _write_readonly(tmp / SUMMARY_FILE, (summary.model_dump_json(indent=2) + "\n").encode())
@@ -173,13 +201,13 @@ def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | 
     return summary
 
 
-def _prefetched(client: Client, projects: list[tuple[Scenario, int]]) -> Iterator[tuple[Scenario, bytes]]:
+def _prefetched(client: Client, keys: list[ExportKey]) -> Iterator[tuple[ExportKey, bytes]]:
     """Exports in order, each download starting as soon as the previous one arrived (parse overlaps it)."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="export") as pool:
-        futures = [(scenario, pool.submit(client.export_json, project_id)) for scenario, project_id in projects]
+        futures = [(key, pool.submit(client.export_json, key.project_id)) for key in keys]
         try:
-            for scenario, future in futures:
-                yield scenario, future.result()
+            for key, future in futures:
+                yield key, future.result()
         finally:
             for _, future in futures:
                 future.cancel()
@@ -188,22 +216,22 @@ def _prefetched(client: Client, projects: list[tuple[Scenario, int]]) -> Iterato
 def pull_annotations(project: Project, connection: Connection | None = None, *,
                      settings: AnnotateSettings | None = None, schema: AnnotationSchema | None = None,
                      scenarios: tuple[Scenario, ...] = SCENARIOS) -> PullSummary:
-    """Export every scenario project of the schema version from the server and snapshot it."""
+    """Export every annotation project of the schema version (every annotator's, and a shared one of older
+    pushes if the server has it) and snapshot them together."""
     settings = settings or load_settings(project.root).annotate
     schema = schema or load_schema(schema_path(project, settings))
     connection = connection or connect(project)
     client = Client(connection)
     client.whoami()
-    found: list[tuple[int, Scenario, int]] = []
     for scenario in scenarios:
         build_config(schema, scenario)  # refuses a schema Label Studio cannot express, before exporting
-        info = client.find_project(project_title(schema, scenario))
-        if info is not None:
-            found.append((info.task_number, scenario, info.id))
+    found = annotation_projects(client, schema, scenarios)
     if not found:
-        titles = ", ".join(repr(project_title(schema, s)) for s in scenarios)
-        raise RescueError(f"Label Studio at {connection.url} has no project {titles}",
-                          "run `rescue push` first (or check LABEL_STUDIO_URL)")
-    largest_first = [(scenario, project_id) for _, scenario, project_id in sorted(found, reverse=True)]
-    return snapshot_from_exports(project, _prefetched(client, largest_first), client.users(), schema=schema,
-                                 source=connection.url, project_ids={s: i for s, i in largest_first})
+        titles = ", ".join(repr(annotator_title(schema, s, "<email>")) for s in scenarios)
+        raise RescueError(f"Label Studio at {connection.url} has no annotation project {titles}",
+                          "add the annotators (`rescue annotators add EMAIL...`) and run `rescue push` first "
+                          "(or check LABEL_STUDIO_URL)")
+    largest_first = sorted(found, key=lambda p: (-p.info.task_number, p.export_name))
+    keys = [ExportKey(p.scenario, p.annotator, p.info.id) for p in largest_first]
+    return snapshot_from_exports(project, _prefetched(client, keys), client.users(), schema=schema,
+                                 source=connection.url)

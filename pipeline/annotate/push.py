@@ -1,14 +1,16 @@
-"""`rescue push`: transcript rows -> one Label Studio project per scenario and schema version.
+"""`rescue push`: transcript rows -> one Label Studio project per scenario, schema version and annotator.
 
-Idempotent by row id, with the server as the only bookkeeping: before importing, push lists the
-project's tasks (`meta.row_id`) and imports only rows that have no task yet. Each import request is
-one database transaction on the server, so a crash mid-push leaves whole batches, and the next push
-imports exactly the rest: no duplicate, no gap.
+Every annotator labels the same rows in a project of their own (see `projects`), so nobody sees another
+annotator's answers while labelling. Idempotent by row id, per project, with the server as the only
+bookkeeping: before importing, push lists the project's tasks (`meta.row_id`) and imports only rows that
+have no task yet; an annotator added later gets their projects, with every row, on the next push. Each
+import request is one database transaction on the server, so a crash mid-push leaves whole batches, and
+the next push imports exactly the rest: no duplicate, no gap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -17,6 +19,7 @@ from pipeline.annotate.config import build_config
 from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
 from pipeline.annotate.present import Present
 from pipeline.annotate.media_root import publish_media
+from pipeline.annotate.projects import annotator_roster, annotator_title, project_title
 from pipeline.annotate.server import ServerPaths, connect
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task, session_video
@@ -28,11 +31,14 @@ from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
 from pipeline.settings import load_settings
 from pipeline.transcripts import read_rows, rows_path
 
-Progress = Callable[[Scenario, int, int], None]  # scenario, rows imported so far, rows to import
+__all__ = ["ProjectPush", "PushSummary", "load_sessions", "project_title", "push_rows", "schema_path"]
+
+Progress = Callable[[str, int, int], None]  # project label ("couple / ann@lab.org"), rows imported so far, to import
 
 
-class ScenarioPush(Record):
+class ProjectPush(Record):
     scenario: Scenario
+    annotator: str = Field(description="the account whose own project this is")
     title: str
     project_id: int
     project_url: str
@@ -44,24 +50,26 @@ class ScenarioPush(Record):
     listed: bool = Field(description="whether every task was listed (else the local copy matched the server)")
     batches: int
     config_updated: bool
-    maximum_annotations: int
 
 
 class PushSummary(Record):
     schema_version: str
     server: str
-    scenarios: tuple[ScenarioPush, ...]
+    annotators: tuple[str, ...] = Field(description="who got their own project of each scenario")
+    projects: tuple[ProjectPush, ...]
     sessions_without_rows: tuple[str, ...] = ()
     rows_without_media: int = 0
 
     @property
     def imported(self) -> int:
-        return sum(s.imported for s in self.scenarios)
+        return sum(p.imported for p in self.projects)
 
-
-def project_title(schema: AnnotationSchema, scenario: Scenario) -> str:
-    """The project's name is its key: one project per scenario and schema version."""
-    return f"RESCUE {scenario} - {schema.id}"
+    def scenario_imported(self) -> dict[str, int]:
+        """Tasks created per scenario, over its annotators' projects."""
+        found: dict[str, int] = {}
+        for part in self.projects:
+            found[part.scenario] = found.get(part.scenario, 0) + part.imported
+        return found
 
 
 def schema_path(project: Project, settings: AnnotateSettings) -> Path:
@@ -92,14 +100,15 @@ def serve_media(project: Project, sessions: list[SessionRows]) -> list[Path]:
     return publish_media(project, ServerPaths.of(project).media, sessions)
 
 
-def _ensure_project(client: Client, schema: AnnotationSchema, scenario: Scenario, config: str,
-                    annotators: int) -> tuple[ProjectInfo, bool]:
-    title = project_title(schema, scenario)
+def _ensure_project(client: Client, schema: AnnotationSchema, scenario: Scenario, annotator: str,
+                    config: str) -> tuple[ProjectInfo, bool]:
+    title = annotator_title(schema, scenario, annotator)
     info = client.find_project(title)
     if info is None:
-        description = (f"RESCUE-BENCH rows, {scenario} sessions, annotation schema {schema.id}. Made by `rescue "
-                       "push`; the labelling config is generated from the schema: do not edit it here.")
-        return client.create_project(title, description, config, annotators), False
+        description = (f"RESCUE-BENCH rows, {scenario} sessions, annotation schema {schema.id}: the project of "
+                       f"{annotator} only (annotators label independently, each in their own project). Made by "
+                       "`rescue push`; the labelling config is generated from the schema: do not edit it here.")
+        return client.create_project(title, description, config, 1), False
     updated = False
     if info.label_config.strip() != config.strip():
         try:
@@ -109,37 +118,46 @@ def _ensure_project(client: Client, schema: AnnotationSchema, scenario: Scenario
                               f"keep changes to schema {schema.id} compatible with its existing annotations, or "
                               "give the changed schema a new version (a new project)") from exc
         updated = True
-    if info.maximum_annotations != annotators:
-        client.update_project(info.id, maximum_annotations=annotators)
+    if info.maximum_annotations != 1:  # one annotator per project: the row goes to nobody else here
+        client.update_project(info.id, maximum_annotations=1)
     return info, updated
 
 
 def push_rows(project: Project, connection: Connection | None = None, *, settings: AnnotateSettings | None = None,
               schema: AnnotationSchema | None = None, session_ids: tuple[str, ...] = (),
-              progress: Progress | None = None, full_check: bool = False) -> PushSummary:
-    """Create/refresh the projects and import every row that has no task yet."""
-    settings = settings or load_settings(project.root).annotate
+              progress: Progress | None = None, full_check: bool = False,
+              annotators: Sequence[str] | None = None) -> PushSummary:
+    """Create/refresh every annotator's project of each scenario and import every row that has no task there.
+
+    `annotators` defaults to the roster (`annotator_roster`): [tool.rescue.agreement] `annotators` when set,
+    else every account on the server except the token's owner and the adjudicators."""
+    loaded = load_settings(project.root)
+    settings = settings or loaded.annotate
     schema = schema or load_schema(schema_path(project, settings))
     sessions, missing = load_sessions(project, session_ids)
     connection = connection or connect(project)
     client = Client(connection)
     client.whoami()  # a wrong token or a dead server fails here, before any work
+    roster = (tuple(sorted({a.strip().lower() for a in annotators})) if annotators is not None else
+              annotator_roster(client, loaded.agreement.annotators, loaded.agreement.adjudicators))
     results = []
     for scenario in SCENARIOS:
         chosen = [s for s in sessions if s.entry.scenario == scenario]
         if not chosen:
             continue
-        results.append(_push_scenario(project, client, schema, scenario, chosen, settings, progress, full_check))
+        config = build_config(schema, scenario)
+        for annotator in roster:
+            results.append(_push_project(project, client, schema, scenario, annotator, config, chosen, settings,
+                                         progress, full_check))
     no_media = sum(1 for s in sessions for r in s.rows if not (r.clip or s.session_video))
-    return PushSummary(schema_version=schema.id, server=connection.url, scenarios=tuple(results),
+    return PushSummary(schema_version=schema.id, server=connection.url, annotators=roster, projects=tuple(results),
                        sessions_without_rows=tuple(missing), rows_without_media=no_media)
 
 
-def _push_scenario(project: Project, client: Client, schema: AnnotationSchema, scenario: Scenario,
-                   sessions: list[SessionRows], settings: AnnotateSettings, progress: Progress | None,
-                   full_check: bool) -> ScenarioPush:
-    config = build_config(schema, scenario)
-    info, updated = _ensure_project(client, schema, scenario, config, settings.annotators_per_row)
+def _push_project(project: Project, client: Client, schema: AnnotationSchema, scenario: Scenario, annotator: str,
+                  config: str, sessions: list[SessionRows], settings: AnnotateSettings, progress: Progress | None,
+                  full_check: bool) -> ProjectPush:
+    info, updated = _ensure_project(client, schema, scenario, annotator, config)
     if client.connection.source == "embedded" and settings.media_url is None:
         for folder in serve_media(project, sessions):
             client.ensure_local_storage(info.id, str(folder))
@@ -148,8 +166,9 @@ def _push_scenario(project: Project, client: Client, schema: AnnotationSchema, s
     todo = [(s, i) for s, i in wanted if s.rows[i].row_id not in present.rows]
     imported = batches = 0
     with_draft = False
+    label = f"{scenario} / {annotator}"
     if progress:
-        progress(scenario, 0, len(todo))
+        progress(label, 0, len(todo))
     for start in range(0, len(todo), settings.batch_size):
         chunk = todo[start:start + settings.batch_size]
         batch = [build_task(schema, s, i, context_rows=settings.context_rows, media_url=settings.media_url)
@@ -160,16 +179,16 @@ def _push_scenario(project: Project, client: Client, schema: AnnotationSchema, s
         imported += len(created)
         batches += 1
         if progress:
-            progress(scenario, imported, len(todo))
+            progress(label, imported, len(todo))
     if with_draft and info.model_version != PREDICTION_VERSION:
         client.update_project(info.id, model_version=PREDICTION_VERSION)  # show the drafts to annotators
     pushed_sessions = {s.session_id for s in sessions}
     current = {s.rows[i].row_id for s, i in wanted}
     stale = sum(1 for row_id in present.rows
                 if row_id.rsplit("@", 1)[0] in pushed_sessions and row_id not in current)
-    return ScenarioPush(
-        scenario=scenario, title=info.title, project_id=info.id,
+    return ProjectPush(
+        scenario=scenario, annotator=annotator, title=info.title, project_id=info.id,
         project_url=f"{client.connection.url}/projects/{info.id}/data", rows=len(wanted), imported=imported,
         already_present=len(wanted) - len(todo), stale=stale,
         duplicates=sum(count - 1 for count in present.rows.values()), listed=present.listed, batches=batches,
-        config_updated=updated, maximum_annotations=settings.annotators_per_row)
+        config_updated=updated)

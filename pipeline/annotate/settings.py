@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class AnnotateSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_file: str = Field("rescue-v1.yaml", description="annotation schema in annotation_schemas/")
-    annotators_per_row: int = Field(
-        3, ge=1, le=20, description="Label Studio `maximum_annotations`: how many annotators receive each task")
     context_rows: int = Field(5, ge=0, le=200, description="preceding rows shown above the row being labelled")
     batch_size: int = Field(500, ge=1, le=5000, description="tasks per import request (each request is atomic)")
     media_url: str | None = Field(
@@ -19,3 +19,12 @@ class AnnotateSettings(BaseModel):
     server_venv: str = Field(".venv-labelstudio", description="virtual environment holding the label-studio server")
     start_timeout: float = Field(
         300.0, gt=0, description="seconds to wait for the embedded server's /health (the first start migrates ~70 s)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_shared_overlap(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "annotators_per_row" in data:
+            raise ValueError("annotators_per_row is no longer a setting: every annotator labels every row in a "
+                             "project of their own (independent labels); remove the key, and list the annotators "
+                             "with `rescue annotators add` or [tool.rescue.agreement] annotators")
+        return data

@@ -86,8 +86,9 @@ def _label_studio_steps(ctx: CorpusContext, session: ServerSession) -> None:
     with _step(ctx, "sample-annotations"):
         exports = annotation_exports(session, ctx)
         if not exports:
-            raise RescueError(f"Label Studio at {session.connection.url} has no RESCUE project",
-                              "check that the catalog's sessions have rows (`rescue status`), then `rescue push`")
+            raise RescueError(f"Label Studio at {session.connection.url} has no RESCUE annotation project",
+                              "check that the catalog's sessions have rows (`rescue status`) and add the annotators "
+                              "(`rescue annotators add EMAIL...`), then build again")
         if apply_step(ctx, session, exports, "annotation"):
             exports = annotation_exports(session, ctx)
     with _step(ctx, "pull"):

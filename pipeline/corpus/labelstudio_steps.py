@@ -23,6 +23,7 @@ from typing import Any
 
 from pipeline.annotate import server
 from pipeline.annotate.labelstudio import Client, Connection
+from pipeline.annotate.projects import SHARED, annotation_projects
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -119,33 +120,50 @@ class ProjectExport:
     scenario: str
     project_id: int
     data: bytes
+    annotator: str | None = None  # whose own project; None: a project every account answers in
 
     @property
     def tasks(self) -> list[dict[str, Any]]:
         return json.loads(self.data)
 
+    @property
+    def name(self) -> str:
+        """As in a snapshot's exports/ folder (`<scenario>/<annotator>`), the key of its digest."""
+        return f"{self.scenario}/{self.annotator or SHARED}"
 
-def fetch_exports(client: Client, titles: Mapping[str, str]) -> dict[str, ProjectExport]:
-    """scenario -> the full JSON export of the project titled `titles[scenario]` (scenarios without one left out)."""
-    found = {}
+
+def fetch_exports(client: Client, titles: Mapping[str, str]) -> list[ProjectExport]:
+    """The full JSON export of the project titled `titles[scenario]`, per scenario that has one."""
+    found = []
     for scenario in SCENARIOS:
         title = titles.get(scenario)
         info = client.find_project(title) if title else None
         if info is not None:
-            found[scenario] = ProjectExport(scenario, info.id, client.export_json(info.id))
+            found.append(ProjectExport(scenario, info.id, client.export_json(info.id)))
     return found
 
 
+def fetch_annotation_exports(client: Client, schema: AnnotationSchema) -> list[ProjectExport]:
+    """The full JSON export of every annotation project (each annotator's, and a shared one of older pushes)."""
+    return [ProjectExport(p.scenario, p.info.id, client.export_json(p.info.id), p.annotator)
+            for p in annotation_projects(client, schema)]
+
+
+def export_map(exports: Sequence[ProjectExport]) -> dict[str, bytes]:
+    return {export.name: export.data for export in exports}
+
+
 def combined_digest(exports: Mapping[str, bytes]) -> str:
-    return sha256_json({scenario: export_digest(data) for scenario, data in sorted(exports.items())})
+    return sha256_json({name: export_digest(data) for name, data in sorted(exports.items())})
 
 
 def snapshot_digest(folder: Path) -> str | None:
-    """The digest of a stored snapshot's exports (build/annotations/<snapshot>/exports/*.json)."""
-    files = sorted((folder / "exports").glob("*.json"))
+    """The digest of a stored snapshot's exports (build/annotations/<snapshot>/exports/<scenario>/*.json)."""
+    root = folder / "exports"
+    files = sorted(root.rglob("*.json"))
     if not files:
         return None
-    return combined_digest({path.stem: path.read_bytes() for path in files})
+    return combined_digest({path.relative_to(root).with_suffix("").as_posix(): path.read_bytes() for path in files})
 
 
 def held_annotations(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str]
@@ -164,12 +182,6 @@ def held_annotations(tasks: Sequence[Mapping[str, Any]], users: Mapping[int, str
             user_id = who.get("id") if isinstance(who, dict) else who
             pairs.add((int(task["id"]), users.get(user_id, f"account {user_id}")))
     return task_of_row, sessions, pairs
-
-
-def annotation_titles(schema: AnnotationSchema) -> dict[str, str]:
-    from pipeline.annotate.push import project_title
-
-    return {scenario: project_title(schema, scenario) for scenario in SCENARIOS}
 
 
 def adjudication_titles(schema: AnnotationSchema) -> dict[str, str]:

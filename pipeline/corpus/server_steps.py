@@ -1,11 +1,16 @@
 """The corpus steps that talk to Label Studio: push, the stored sample annotations, pull, and the
-adjudication queue's round trip (push the queue, the stored adjudications, pull the answers)."""
+adjudication queue's round trip (push the queue, the stored adjudications, pull the answers).
+
+Push gives every annotator their own projects (independent labels): the roster of the server
+(`annotator_roster`), plus, while the stored sample annotations are in play, the sample's annotators
+(their projects must exist before their stored answers can land there) but not its adjudicator."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
+from pipeline.annotate.projects import annotator_roster
 from pipeline.annotate.push import push_rows
 from pipeline.annotate.tasks import session_video
 from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
@@ -14,15 +19,16 @@ from pipeline.corpus.labelstudio_steps import (
     ProjectExport,
     ServerSession,
     adjudication_titles,
-    annotation_titles,
     combined_digest,
+    export_map,
+    fetch_annotation_exports,
     fetch_exports,
     snapshot_digest,
 )
 from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, state_path, write_state
-from pipeline.corpus.stored import Kind, load_stored
+from pipeline.corpus.stored import Kind, accounts, load_stored
 
-PUSHED_SETTINGS = {"schema_file", "annotators_per_row", "context_rows", "media_url"}
+PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
 
 
 def push_fingerprint(ctx: CorpusContext) -> str:
@@ -32,36 +38,52 @@ def push_fingerprint(ctx: CorpusContext) -> str:
                        settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
 
 
-def _projects_unchanged(server: ServerSession, recorded: object, titles: Mapping[str, str]) -> bool:
-    """The projects push made last time are still there with the same number of tasks (one cheap request each)."""
+def _projects_unchanged(server: ServerSession, recorded: object) -> bool:
+    """The projects push made last time (title -> id, tasks) are still there with the same number of tasks."""
     if not isinstance(recorded, dict) or not recorded:
         return False
-    for scenario, (project_id, tasks) in recorded.items():
-        info = server.client.find_project(titles[scenario])
+    for title, (project_id, tasks) in recorded.items():
+        info = server.client.find_project(title)
         if info is None or info.id != project_id or info.task_number != tasks:
             return False
     return True
 
 
+def push_roster(ctx: CorpusContext, server: ServerSession) -> tuple[str, ...]:
+    """Who gets annotation projects in this build (see the module's doc)."""
+    roster = set(annotator_roster(server.client, ctx.agreement.annotators, ctx.agreement.adjudicators))
+    if ctx.settings.build.sample_annotations:
+        stored = load_stored("annotation")
+        if any(export.sessions() & set(ctx.rows) for export in stored.values()):
+            roster = (roster | accounts(stored)) - accounts(load_stored("adjudication"))
+    return tuple(sorted(roster))
+
+
 def push_step(ctx: CorpusContext, server: ServerSession) -> None:
     fp = push_fingerprint(ctx)
+    roster = push_roster(ctx, server)
     done = last_done(ctx.project, "push", fp)
-    if done is not None and _projects_unchanged(server, done.detail.get("projects"), annotation_titles(ctx.schema)):
-        ctx.record("push", "up to date", "every row already has its task")
+    if (done is not None and done.detail.get("annotators") == list(roster)
+            and _projects_unchanged(server, done.detail.get("projects"))):
+        ctx.record("push", "up to date", f"every row already has its task in the projects of {len(roster)} "
+                                         "annotator(s)")
         return
-    summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema)
-    projects = {p.scenario: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.scenarios}
-    ctx.done("push", fp, projects=projects, imported=summary.imported)
-    parts = ", ".join(f"{p.scenario} {p.imported}" for p in summary.scenarios)
-    notes = [f"{p.scenario}: {p.stale} task(s) whose row no longer exists (their annotations are quarantined on pull)"
-             for p in summary.scenarios if p.stale]
-    notes += [f"{p.scenario}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
-              for p in summary.scenarios if p.duplicates]
+    summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema,
+                        annotators=roster)
+    projects = {p.title: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.projects}
+    ctx.done("push", fp, projects=projects, annotators=list(roster), imported=summary.imported)
+    parts = ", ".join(f"{scenario} {count}" for scenario, count in summary.scenario_imported().items()) or "none"
+    notes = [f"{p.title}: {p.stale} task(s) whose row no longer exists (their annotations are quarantined on pull)"
+             for p in summary.projects if p.stale]
+    notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
+              for p in summary.projects if p.duplicates]
+    if not roster:
+        notes.append("no annotators yet: add them with `rescue annotators add EMAIL...`")
     if summary.sessions_without_rows:
         notes.append(f"no rows yet: {', '.join(summary.sessions_without_rows)}")
-    already = sum(p.already_present for p in summary.scenarios)
-    ctx.record("push", "ran", f"{summary.imported} task(s) imported ({parts}), {already} already there -> "
-                              f"{', '.join(p.project_url for p in summary.scenarios)}", notes)
+    already = sum(p.already_present for p in summary.projects)
+    ctx.record("push", "ran", f"{summary.imported} task(s) imported ({parts}), {already} already there, in the own "
+                              f"projects of {len(roster)} annotator(s) -> {server.connection.url}/projects/", notes)
 
 
 def _apply_notes(summary: ApplySummary, record: str) -> list[str]:
@@ -76,7 +98,7 @@ def _apply_notes(summary: ApplySummary, record: str) -> list[str]:
     return notes
 
 
-def apply_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, ProjectExport], kind: Kind) -> int:
+def apply_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[ProjectExport], kind: Kind) -> int:
     """Re-create the stored sample export of `kind` where the server holds none; returns annotations created."""
     step = "sample-annotations" if kind == "annotation" else "sample-adjudications"
     if not ctx.settings.build.sample_annotations:
@@ -106,11 +128,11 @@ def apply_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, 
     return summary.created
 
 
-def pull_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, ProjectExport]) -> str:
+def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[ProjectExport]) -> str:
     """A new snapshot when the server's annotations differ from the newest snapshot's; returns the snapshot name."""
-    from pipeline.annotate.pull import snapshot_from_exports
+    from pipeline.annotate.pull import ExportKey, snapshot_from_exports
 
-    digest = combined_digest({s: e.data for s, e in exports.items()})
+    digest = combined_digest(export_map(exports))
     files = snapshot_files(ctx.project)
     previous = read_state(ctx.project, "pull")
     known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
@@ -121,20 +143,20 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, P
             ctx.done("pull", digest, snapshot=latest.name, digests={latest.name: digest})
             ctx.record("pull", "up to date", f"annotations unchanged since snapshot {latest.name}")
             return latest.name
-    summary = snapshot_from_exports(ctx.project, {s: e.data for s, e in exports.items()}, server.client.users(),
-                                    schema=ctx.schema, source=server.connection.url,
-                                    project_ids={s: e.project_id for s, e in exports.items()})
+    summary = snapshot_from_exports(
+        ctx.project, [(ExportKey(e.scenario, e.annotator, e.project_id), e.data) for e in exports],  # type: ignore[arg-type]
+        server.client.users(), schema=ctx.schema, source=server.connection.url)
     ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest})
     notes = [f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl"] \
         if summary.quarantined else []
-    annotations = sum(s.annotations for s in summary.scenarios)
+    annotations = summary.annotations
     ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
                               f"record(s) in {summary.folder}/", notes)
     return summary.snapshot
 
 
-def annotation_exports(server: ServerSession, ctx: CorpusContext) -> dict[str, ProjectExport]:
-    return fetch_exports(server.client, annotation_titles(ctx.schema))
+def annotation_exports(server: ServerSession, ctx: CorpusContext) -> list[ProjectExport]:
+    return fetch_annotation_exports(server.client, ctx.schema)
 
 
 def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: bool) -> tuple[bool, list[str]]:
@@ -154,7 +176,7 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
     exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
     if exports and apply_step(ctx, server, exports, "adjudication"):
         exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
-    digest = combined_digest({s: e.data for s, e in exports.items()}) if exports else ""
+    digest = combined_digest(export_map(exports)) if exports else ""
     previous = read_state(ctx.project, "adjudication-pull")
     answers = adjudication_answers(ctx.project)
     if exports and (previous is None or previous.fingerprint != digest or answers is None):

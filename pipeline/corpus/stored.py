@@ -131,6 +131,17 @@ def load_stored(kind: Kind, folder: Traversable | None = None) -> dict[str, Stor
     return found
 
 
+def of_accounts(stored: StoredExport, emails: set[str]) -> StoredExport:
+    """The same export with only the annotations of `emails` (what one annotator's own project receives)."""
+    return StoredExport(stored.scenario, stored.kind, tuple(
+        StoredTask(t.session_id, t.row_id, tuple(a for a in t.annotations if a.email in emails)) for t in stored.tasks))
+
+
+def accounts(stored: Mapping[str, StoredExport]) -> set[str]:
+    """Every account with a stored annotation."""
+    return {a.email for export in stored.values() for task in export.tasks for a in task.annotations}
+
+
 # -- placing stored rows on current rows ---------------------------------------------------------------------
 
 class Placement(Record):

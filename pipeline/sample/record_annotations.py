@@ -6,13 +6,16 @@ What it does, all through the real embedded server and the pipeline's own code:
 1. a project with the two sample sessions built through `rows` (real ASR + diarization); `--root`
    reuses one, else a temporary one is made (`rescue sample` + the per-session stages, ~4 min);
 2. a fresh embedded server (its own data dir under the root's build/labelstudio/, which must not exist);
-3. `push_rows`, then accounts for the three simulated annotators and the adjudicator (`add_annotators`);
+3. `push_rows` for the three simulated annotators (each gets their own project per scenario), then their
+   accounts and the adjudicator's (`add_annotators`);
 4. every annotator's answers (`simulated_annotations`, placed on the rows by time overlap with the
-   sample's truth turns) encoded with `results.encode` and created with `completed_by`;
+   sample's truth turns) encoded with `results.encode` and created with `completed_by` in that
+   annotator's own project;
 5. pull, adjudicate, the queue pushed to the adjudication projects, and the adjudicator's answers (the
    reference labels of each queued row) created there; the result is checked: gold for both sessions;
 6. the full JSON exports of both kinds of project written to `--out` with `recording.json` (account id ->
-   email, how it was made). No token or password is written: exports hold account ids, not secrets.
+   email, how it was made); the annotators' projects of a scenario are written as one export, each row
+   one task holding every annotator's annotation (the stored format, independent of the project layout). No token or password is written: exports hold account ids, not secrets.
 """
 
 from __future__ import annotations
@@ -65,23 +68,20 @@ def _annotate(project: Project, client: Client, schema: AnnotationSchema, accoun
               adjudication: bool) -> dict[str, object]:
     """Create the simulated annotators' (or the adjudicator's) annotations; returns what was placed where."""
     from pipeline.annotate.results import encode
+    from pipeline.annotate.projects import annotator_title
     from pipeline.catalog import load_catalog
-    from pipeline.corpus.labelstudio_steps import adjudication_titles, annotation_titles
+    from pipeline.corpus.labelstudio_steps import adjudication_titles
     from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
     from pipeline.sample.row_answers import annotator_answers, reference_answers, sample_truth
     from pipeline.transcripts import read_rows
 
-    titles = adjudication_titles(schema) if adjudication else annotation_titles(schema)
+    titles = adjudication_titles(schema)
     report: dict[str, object] = {}
     samples = set(_sample_ids())
     for item in load_catalog(project):
         entry = item.entry
         if entry.session_id not in samples:
             continue
-        info = client.find_project(titles[entry.scenario])
-        if info is None:
-            continue
-        tasks = client.task_keys(info.id)
         rows = read_rows(project, entry.session_id)
         truth = sample_truth(project, entry.session_id)
         entities = schema.entities(entry.scenario, entry.participants)
@@ -91,8 +91,15 @@ def _annotate(project: Project, client: Client, schema: AnnotationSchema, accoun
         else:
             per_row, mapping = annotator_answers(entry.session_id, truth, rows, schema, ANNOTATORS)
         made = 0
+        tasks: dict[str, dict[str, list[int]]] = {}  # project title -> row id -> task ids
         for (email, row_id), values in sorted(per_row.items()):
-            for task_id in tasks.get(row_id, [])[:1]:
+            title = titles[entry.scenario] if adjudication else annotator_title(schema, entry.scenario, email)
+            if title not in tasks:
+                info = client.find_project(title)
+                if info is None:
+                    raise RescueError(f"no project {title!r} on the recording server", "push the sample rows first")
+                tasks[title] = client.task_keys(info.id)
+            for task_id in tasks[title].get(row_id, [])[:1]:
                 client.create_annotation(task_id, encode(schema, values, entities), completed_by=accounts[email])
                 made += 1
         report[entry.session_id] = {"rows": len(rows), "annotations": made,
@@ -114,7 +121,7 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
     from pipeline.annotate.labelstudio import Client
     from pipeline.annotate.pull import pull_annotations
     from pipeline.annotate.push import push_rows, schema_path
-    from pipeline.corpus.labelstudio_steps import adjudication_titles, annotation_titles, fetch_exports
+    from pipeline.corpus.labelstudio_steps import adjudication_titles, fetch_annotation_exports, fetch_exports
     from pipeline.corpus.stored import FORMAT, RECORDING, export_name
     from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
     from pipeline.schema import load_schema
@@ -133,7 +140,7 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
     try:
         connection = server.connect(project, paths)
         client = Client(connection)
-        push_rows(project, connection, settings=annotate, schema=schema)
+        push_rows(project, connection, settings=annotate, schema=schema, annotators=ANNOTATORS)
         accounts = {a.email: a.user_id for a in add_annotators(project, connection, [*ANNOTATORS, ADJUDICATOR])}
         placed = _annotate(project, client, schema, accounts, adjudication=False)
         pull_annotations(project, connection, settings=annotate, schema=schema)
@@ -147,16 +154,15 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
         if gold.sessions_pending:
             raise RescueError(f"the recorded annotations leave gold pending: {gold.sessions_pending}",
                               "check the simulated annotators and the adjudicator's answers")
-        exports = {"annotation": fetch_exports(client, annotation_titles(schema)),
-                   "adjudication": fetch_exports(client, adjudication_titles(schema))}
+        exports = {"annotation": _per_row(fetch_annotation_exports(client, schema)),
+                   "adjudication": {e.scenario: e.tasks for e in fetch_exports(client, adjudication_titles(schema))}}
         users = client.users()
     finally:
         server.stop(paths)
     out.mkdir(parents=True, exist_ok=True)
     used = set()
     for kind, found in exports.items():
-        for scenario, export in found.items():
-            tasks = json.loads(export.data)
+        for scenario, tasks in found.items():
             used |= {a["completed_by"] for t in tasks for a in t.get("annotations") or []}
             (out / export_name(scenario, kind)).write_text(  # type: ignore[arg-type]
                 export_text(tasks), encoding="utf-8")
@@ -178,6 +184,20 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
     }
     (out / RECORDING).write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta
+
+
+def _per_row(exports: list) -> dict[str, list[dict[str, object]]]:  # type: ignore[type-arg]
+    """scenario -> one task per row holding the annotations of every annotator's project (first project's task)."""
+    merged: dict[str, dict[str, dict]] = {}  # type: ignore[type-arg]
+    for export in exports:
+        for task in export.tasks:
+            rows = merged.setdefault(export.scenario, {})
+            row_id = (task.get("meta") or {}).get("row_id")
+            if row_id in rows:
+                rows[row_id]["annotations"] += task.get("annotations") or []
+            else:
+                rows[row_id] = task
+    return {scenario: list(rows.values()) for scenario, rows in merged.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
