@@ -157,6 +157,9 @@ def pull(ctx: click.Context) -> None:
                       f"{part.quarantined} quarantined", highlight=False)
         for line in part.superseded_detail[:5]:
             console.print(f"  {line}", highlight=False)
+        if part.reanchored or part.unplaced:
+            console.print(f"  rows re-cut since annotation: {part.reanchored} annotation(s) re-anchored by time "
+                          f"overlap, {part.unplaced} not placed (quarantined)", highlight=False)
     waited, parsed = summary.timings.get("wait_for_exports_s", 0.0), summary.timings.get("parse_s", 0.0)
     console.print(f"snapshot {summary.snapshot} -> {summary.folder}/ (waited {waited:.1f} s for the server's "
                   f"exports, parsed in {parsed:.1f} s)", highlight=False)

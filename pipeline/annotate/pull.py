@@ -2,7 +2,8 @@
 
 A pull stores each scenario project's full JSON export verbatim under
 `build/annotations/<UTC time>/exports/<scenario>.json` (read-only files, in a folder that is never
-reused), then parses it into one `Annotation` per row x annotator x field (`annotations.jsonl`).
+reused), then parses it into one `Annotation` per row x annotator x field (`annotations.jsonl`);
+`parsed_with.json` records the rows, participants and schemas the parse read (`parse.parse_inputs`).
 Whatever cannot be read goes to `quarantine.jsonl` with task, annotator and reason; `summary.json`
 counts everything. When one annotator saved a task more than once, the latest annotation counts.
 """
@@ -23,7 +24,7 @@ from pydantic import Field
 
 from pipeline.annotate.config import build_config
 from pipeline.annotate.labelstudio import Client, Connection
-from pipeline.annotate.parse import ExportParse, parse_export
+from pipeline.annotate.parse import ExportParse, parse_export, parse_inputs
 from pipeline.annotate.push import project_title, schema_path
 from pipeline.annotate.server import connect
 from pipeline.annotate.settings import AnnotateSettings
@@ -34,8 +35,8 @@ from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
 from pipeline.settings import load_settings
 from pipeline.store import TMP_MARK
 
-ANNOTATIONS_FILE, QUARANTINE_FILE, SUMMARY_FILE, USERS_FILE = (
-    "annotations.jsonl", "quarantine.jsonl", "summary.json", "users.json")
+ANNOTATIONS_FILE, QUARANTINE_FILE, SUMMARY_FILE, USERS_FILE, INPUTS_FILE = (
+    "annotations.jsonl", "quarantine.jsonl", "summary.json", "users.json", "parsed_with.json")
 
 
 class ScenarioPull(Record):
@@ -50,6 +51,9 @@ class ScenarioPull(Record):
     records: int
     quarantined: int
     annotators: tuple[str, ...]
+    reanchored: int = Field(0, description="annotations of gone rows read as answers to the row they overlap most")
+    reanchored_detail: tuple[str, ...] = ()
+    unplaced: int = Field(0, description="annotations of gone rows no current row could take (quarantined)")
 
 
 class PullSummary(Record):
@@ -123,6 +127,7 @@ def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | 
     try:
         _write_readonly(tmp / USERS_FILE, json.dumps({str(k): v for k, v in sorted(users.items())}, indent=2,
                                                      ensure_ascii=False).encode("utf-8"))
+        _write_readonly(tmp / INPUTS_FILE, json.dumps(parse_inputs(project), indent=1, sort_keys=True).encode())
         schemas = known_schemas(project, schema)
         waited = time.perf_counter()
         for scenario, data in (exports.items() if isinstance(exports, Mapping) else exports):
@@ -143,7 +148,10 @@ def snapshot_from_exports(project: Project, exports: Mapping[Scenario, bytes] | 
                          project_id=(project_ids or {}).get(scenario), tasks=result.tasks,
                          annotations=result.annotations, cancelled=result.cancelled, superseded=len(result.superseded),
                          superseded_detail=tuple(result.superseded), records=len(result.records),
-                         quarantined=len(result.quarantine), annotators=result.annotators)
+                         quarantined=len(result.quarantine), annotators=result.annotators,
+                         reanchored=len(result.reanchored), unplaced=result.unplaced,
+                         reanchored_detail=tuple(f"task {r.task_id} ({r.annotator}): row {r.from_row} -> {r.row_id} "
+                                                 f"(IoU {r.iou:.2f})" for r in result.reanchored))
             for scenario, result in parsed.items())
         if error is None:
             started = time.perf_counter()

@@ -3,7 +3,9 @@ adjudication queue's round trip (push the queue, the stored adjudications, pull 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
 from pipeline.annotate.push import push_rows
@@ -21,6 +23,7 @@ from pipeline.corpus.labelstudio_steps import (
 )
 from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, write_state
 from pipeline.corpus.stored import Kind, load_stored
+from pipeline.row_anchor import MIN_IOU
 
 PUSHED_SETTINGS = {"schema_file", "annotators_per_row", "context_rows", "media_url"}
 
@@ -52,8 +55,8 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
     projects = {p.scenario: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.scenarios}
     ctx.done("push", fp, projects=projects, imported=summary.imported)
     parts = ", ".join(f"{p.scenario} {p.imported}" for p in summary.scenarios)
-    notes = [f"{p.scenario}: {p.stale} task(s) whose row no longer exists (their annotations are quarantined on pull)"
-             for p in summary.scenarios if p.stale]
+    notes = [f"{p.scenario}: {p.stale} task(s) whose row no longer exists (pull re-anchors their annotations by "
+             "time overlap, or quarantines them with the reason)" for p in summary.scenarios if p.stale]
     notes += [f"{p.scenario}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
               for p in summary.scenarios if p.duplicates]
     if summary.sessions_without_rows:
@@ -101,27 +104,49 @@ def apply_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, 
     return summary.created
 
 
+def _parsed_with(snapshot: Path) -> object:
+    """The parse inputs a snapshot records (`parsed_with.json`); None when it has none or it is unreadable."""
+    from pipeline.annotate.pull import INPUTS_FILE
+
+    try:
+        return json.loads((snapshot / INPUTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a snapshot from before parsed_with.json: parsed again once
+
+
 def pull_step(ctx: CorpusContext, server: ServerSession, exports: Mapping[str, ProjectExport]) -> str:
-    """A new snapshot when the server's annotations differ from the newest snapshot's; returns the snapshot name."""
+    """A new snapshot unless the newest one was parsed from the same exports with the same rows, participants
+    and schemas (rows re-cut and cut back leave the exports as they were: the parse must still run again)."""
+    from pipeline.annotate.parse import parse_inputs
     from pipeline.annotate.pull import snapshot_from_exports
 
     digest = combined_digest({s: e.data for s, e in exports.items()})
+    inputs = parse_inputs(ctx.project)
     files = snapshot_files(ctx.project)
     previous = read_state(ctx.project, "pull")
     known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
     if files:
         latest = files[-1].parent
         latest_digest = known.get(latest.name) or snapshot_digest(latest)
-        if latest_digest == digest:
-            ctx.done("pull", digest, snapshot=latest.name, digests={latest.name: digest})
-            ctx.record("pull", "up to date", f"annotations unchanged since snapshot {latest.name}")
+        if latest_digest == digest and _parsed_with(latest) == json.loads(json.dumps(inputs)):
+            detail = previous.detail if previous and previous.detail.get("snapshot") == latest.name else {}
+            ctx.done("pull", digest, **{**detail, "snapshot": latest.name, "digests": {latest.name: digest}})
+            ctx.record("pull", "up to date", f"annotations and rows unchanged since snapshot {latest.name}")
             return latest.name
     summary = snapshot_from_exports(ctx.project, {s: e.data for s, e in exports.items()}, server.client.users(),
                                     schema=ctx.schema, source=server.connection.url,
                                     project_ids={s: e.project_id for s, e in exports.items()})
-    ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest})
-    notes = [f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl"] \
-        if summary.quarantined else []
+    reanchored = sum(s.reanchored for s in summary.scenarios)
+    unplaced = sum(s.unplaced for s in summary.scenarios)
+    ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest}, reanchored=reanchored,
+             unplaced=unplaced, reanchored_detail=[line for s in summary.scenarios for line in s.reanchored_detail])
+    notes = []
+    if reanchored or unplaced:
+        notes.append(f"rows re-cut since annotation: {reanchored} annotation(s) re-anchored on the row they overlap "
+                     f"most (IoU >= {MIN_IOU}), {unplaced} not placed (reasons in {summary.folder}/quarantine.jsonl)")
+        notes += [line for s in summary.scenarios for line in s.reanchored_detail][:10]
+    if summary.quarantined:
+        notes.append(f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl")
     annotations = sum(s.annotations for s in summary.scenarios)
     ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
                               f"record(s) in {summary.folder}/", notes)
@@ -136,9 +161,11 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
     """Push the queue (`push`: it was just rewritten), apply stored adjudications, pull new answers.
 
     Returns whether anything changed and notes. The answers are pulled only when the adjudication
-    projects' content differs from the last pull (a pull always writes a new answers file)."""
+    projects' content, or the rows and schemas the answers are parsed with, differ from the last pull
+    (a pull always writes a new answers file)."""
     from pipeline.agreement.gold import QueueItem
     from pipeline.agreement.queue_labelstudio import pull_adjudications, push_queue
+    from pipeline.annotate.parse import parse_inputs
     from pipeline.store import read_jsonl
 
     notes: list[str] = []
@@ -149,7 +176,8 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
     exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
     if exports and apply_step(ctx, server, exports, "adjudication"):
         exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
-    digest = combined_digest({s: e.data for s, e in exports.items()}) if exports else ""
+    digest = fingerprint("adjudication-pull", "2", exports=combined_digest({s: e.data for s, e in exports.items()}),
+                         parsed_with=parse_inputs(ctx.project)) if exports else ""
     previous = read_state(ctx.project, "adjudication-pull")
     answers = adjudication_answers(ctx.project)
     if exports and (previous is None or previous.fingerprint != digest or answers is None):
