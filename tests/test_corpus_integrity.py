@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from pipeline.annotate import server
 from pipeline.annotate.labelstudio import Client
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.catalog import load_catalog
+from pipeline.cli import main
 from pipeline.project import Project
 from pipeline.records import Annotation
 from pipeline.corpus.stored import MIN_IOU, iou, span_of
@@ -45,6 +47,14 @@ def corpus(built_samples: Project, labelstudio_template: Path, tmp_path_factory:
         yield project
     finally:
         server.stop(server.ServerPaths.of(project))
+
+
+def build_tolerating_freeze(project: Project) -> str:
+    """`rescue build` where only the freeze step may refuse: a build whose gold lost a session (part 1 of the
+    issue decides whether freeze shrinks the release or stops); every step before it must succeed."""
+    result = CliRunner().invoke(main, ["--root", str(project.root), "build"])
+    assert result.exit_code == 0 or "step freeze" in result.output, result.output
+    return result.output
 
 
 def gold_sessions(project: Project) -> dict[str, BenchmarkSession]:
@@ -103,7 +113,7 @@ def test_a_new_dispute_on_a_row_with_an_adjudication_task_reaches_the_adjudicato
         for annotator, name in zip(ANNOTATORS, ("Linda", "Mark", "Zoe"), strict=True):  # three different targets
             client.create_annotation(task_id, _with_target(answers[annotator], [name]), completed_by=ids[annotator])
 
-        output = build(corpus)
+        output = build_tolerating_freeze(corpus)
         queue = (corpus.build / "adjudication" / "queue.jsonl").read_text()
         assert any(json.loads(line)["row_id"] == row_id and json.loads(line)["field"] == "target"
                    for line in queue.splitlines())
@@ -137,10 +147,10 @@ def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_
     settings = corpus.root / "pyproject.toml"
     assert not settings.exists()
     settings.write_text("[tool.rescue.speech.rows]\nmax_row_seconds = 3.0\n", encoding="utf-8")
-    output = build(corpus)  # exit 0: the build goes on for whatever can still be settled
+    output = build_tolerating_freeze(corpus)  # the build goes on through gold for whatever can be settled
     current = {r.row_id for s in (COUPLE, FAMILY) for r in read_rows(corpus, s)}
     assert current != {r.row_id for rows in rows_before.values() for r in rows}  # the setting re-cut rows
-    assert "pull: ran - snapshot" in output, output
+    assert "pull: ran - snapshot" in output and "gold: ran" in output, output
 
     state = json.loads((corpus.build / "state" / "corpus" / "pull.json").read_text())
     snapshot = corpus.build / "annotations" / state["detail"]["snapshot"]
