@@ -32,7 +32,7 @@ from pipeline.transcripts import read_rows
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
-from tests.test_corpus_build import build, copy_project
+from tests.test_corpus_build import build, copy_project, instance_lines
 
 FAMILY_PROJECT = "RESCUE family - rescue-v1"
 
@@ -143,6 +143,7 @@ def _annotated_stale(export: list[dict[str, Any]], current: set[str], users: dic
 
 def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_gold(corpus: Project) -> None:
     gold_before = (corpus.build / "gold" / "benchmark.jsonl").read_bytes()
+    release_before = instance_lines(corpus.build / "release" / "v1")
     rows_before = {s: read_rows(corpus, s) for s in (COUPLE, FAMILY)}
     settings = corpus.root / "pyproject.toml"
     assert not settings.exists()
@@ -185,6 +186,7 @@ def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_
     output = build(corpus)
     assert {s: read_rows(corpus, s) for s in (COUPLE, FAMILY)} == rows_before
     assert "pull: ran - snapshot" in output, output  # the rows changed, so the annotations are read again
-    assert "gold: ran - 2 session(s)" in output and "freeze: up to date - release v1: 2 session(s)" in output, output
+    assert "gold: ran - 2 session(s)" in output and "- release v1: 2 session(s)" in output, output
     assert (corpus.build / "gold" / "benchmark.jsonl").read_bytes() == gold_before
+    assert instance_lines(corpus.build / "release" / "v1") == release_before  # every instance, unchanged
     assert {item.entry.session_id for item in load_catalog(corpus)} == set(gold_sessions(corpus))
