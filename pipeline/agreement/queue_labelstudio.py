@@ -4,7 +4,10 @@ push: every queued row becomes a task with the same row view and label config as
 `pipeline.annotate`), plus a panel listing each annotator's answer to every field in dispute, and one
 prediction per annotator (model version = the annotator's account): the settled fields with their gold
 values and the disputed fields as that annotator answered, so the adjudicator starts from an answer,
-fixes the disputed fields and submits. Idempotent by row id, like `rescue push`.
+fixes the disputed fields and submits. Idempotent by row id and field, like `rescue push`: a queued
+field that a task of its row already asks for is not asked again; a row whose task asks for other
+fields (annotators changed another field after it was queued) gets a new task asking for the new ones,
+since an answer counts only for the fields its task lists.
 
 pull: the adjudication projects' exports -> `Annotation` records (parsed and validated by the annotation
 stage's parser) of the disputed fields only -> build/adjudication/answers/<UTC time>/annotations.jsonl.
@@ -85,13 +88,16 @@ def push_queue(project: Project, settings: AgreementSettings, items: Sequence[Qu
             title, f"Adjudication of disputed RESCUE fields ({scenario}, schema {schema.id}); made by `rescue "
                    "adjudicate --push`. Settle the fields listed under the row; the others are already settled.",
             adjudication_config(schema, scenario), 1)
-        present = client.task_keys(info.id)
+        asked: dict[str, set[str]] = {}  # row id -> the fields its tasks ask for
+        for meta in client.task_metas(info.id).values():
+            if meta.get("row_id"):
+                asked.setdefault(str(meta["row_id"]), set()).update(meta.get("adjudication_fields") or ())
         tasks = []
         for session, index in wanted:
             row = session.rows[index]
-            if row.row_id in present:
+            queued = [item for item in by_row[row.row_id] if item.field not in asked.get(row.row_id, set())]
+            if not queued:
                 continue
-            queued = by_row[row.row_id]
             entities = schema.entities(scenario, session.entry.participants)  # type: ignore[arg-type]
             task = build_task(schema, session, index, context_rows=annotate.context_rows, media_url=annotate.media_url)
             fields = sorted({item.field for item in queued})
@@ -112,8 +118,10 @@ def push_queue(project: Project, settings: AgreementSettings, items: Sequence[Qu
             tasks.append(task)
         for start in range(0, len(tasks), annotate.batch_size):
             client.import_tasks(info.id, tasks[start:start + annotate.batch_size])
-        lines.append(f"{scenario}: {len(tasks)} row(s) imported, {len(wanted) - len(tasks)} already there -> "
-                     f"{client.connection.url}/projects/{info.id}/data")
+        again = sum(task["meta"]["row_id"] in asked for task in tasks)
+        lines.append(f"{scenario}: {len(tasks)} row(s) imported, {len(wanted) - len(tasks)} already there"
+                     + (f" ({again} asked again for fields queued since)" if again else "")
+                     + f" -> {client.connection.url}/projects/{info.id}/data")
     return lines
 
 

@@ -171,6 +171,9 @@ def pull(ctx: click.Context) -> None:
         if part.foreign:
             console.print(f"  [yellow]{part.foreign} annotation(s) by other accounts in {part.annotator}'s own "
                           "project: quarantined, not merged[/]", highlight=False)
+        if part.reanchored or part.unplaced:
+            console.print(f"  rows re-cut since annotation: {part.reanchored} annotation(s) re-anchored by time "
+                          f"overlap, {part.unplaced} not placed (quarantined)", highlight=False)
     waited, parsed = summary.timings.get("wait_for_exports_s", 0.0), summary.timings.get("parse_s", 0.0)
     console.print(f"snapshot {summary.snapshot} -> {summary.folder}/ (waited {waited:.1f} s for the server's "
                   f"exports, parsed in {parsed:.1f} s)", highlight=False)

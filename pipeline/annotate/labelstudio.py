@@ -231,6 +231,15 @@ class Client:
     def task_keys(self, project_id: int) -> dict[str, list[int]]:
         """`meta.row_id` -> task ids for every task of the project (only ids and meta travel: fast)."""
         keys: dict[str, list[int]] = {}
+        for task_id, meta in self.task_metas(project_id).items():
+            row_id = meta.get("row_id")
+            if row_id is not None:
+                keys.setdefault(str(row_id), []).append(task_id)
+        return keys
+
+    def task_metas(self, project_id: int) -> dict[int, dict[str, Any]]:
+        """Task id -> `meta` for every task of the project, in id order (only ids and meta travel)."""
+        metas: dict[int, dict[str, Any]] = {}
         page, seen = 1, 0
         with self._api(f"list the tasks of project {project_id}"):
             while True:
@@ -238,12 +247,10 @@ class Client:
                                              page=page, page_size=LIST_PAGE)
                 items = pager.items or []
                 for task in items:
-                    row_id = (task.meta or {}).get("row_id")
-                    if row_id is not None:
-                        keys.setdefault(str(row_id), []).append(int(task.id))
+                    metas[int(task.id)] = dict(task.meta or {})
                 seen += len(items)
                 if not items or seen >= int(pager.response.total or 0):
-                    return keys
+                    return dict(sorted(metas.items()))
                 page += 1
 
     def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:

@@ -6,6 +6,11 @@ LabelInterface), and every field fits the schema (results.decode: labels, people
 required fields, rows the field applies to). Only the latest annotation of a user on a task counts. In an
 annotator's own project (`owner`), an annotation by any other account is quarantined whole: reported,
 never merged, since it was not an independent answer of the project's annotator.
+
+A task whose row is gone (the session was re-segmented) keeps its annotations: each is re-anchored on
+the current row of the same session that overlaps the task's row most (IoU >= 0.5, `row_anchor`), one
+row per annotator, the rows that annotator answered on their own tasks first; what cannot be placed is
+quarantined with the reason.
 """
 
 from __future__ import annotations
@@ -24,7 +29,9 @@ from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import Annotation, Record, Scenario, TranscriptRow
+from pipeline.row_anchor import anchor
 from pipeline.schema import AnnotationSchema
+from pipeline.store import sha256_file
 from pipeline.transcripts import read_rows, rows_path
 
 _REGION = re.compile(r"^Region (\d+):")
@@ -49,6 +56,16 @@ class QuarantinedAnnotation(Record):
     result: list[dict[str, Any]] = Field(default_factory=list, description="the offending result entries, verbatim")
 
 
+class Reanchored(Record):
+    """An annotation of a task whose row is gone, read as an answer to the current row it overlaps most."""
+
+    task_id: int
+    annotator: str
+    from_row: str
+    row_id: str
+    iou: float
+
+
 @dataclass
 class ExportParse:
     """What one export gave: records as (sort key, JSON line) pairs (light on memory), and the rest."""
@@ -60,6 +77,8 @@ class ExportParse:
     cancelled: int = 0
     superseded: list[str] = field(default_factory=list)
     annotators: tuple[str, ...] = ()
+    reanchored: list[Reanchored] = field(default_factory=list)
+    unplaced: int = 0  # annotations of gone rows that no current row could take (quarantined)
     foreign: int = 0  # annotations by another account in the owner's project (quarantined)
     kept: dict[tuple[str, str], tuple[str, int, int]] = field(default_factory=dict)  # (row, annotator) ->
     # (updated_at, annotation id, task id) of the annotation that counts, for merging several exports
@@ -90,6 +109,19 @@ class _Rows:
             rows = read_rows(self.project, session_id) if exists else []
             self._cache[session_id] = {row.row_id: row for row in rows}
         return self._cache[session_id]
+
+
+def parse_inputs(project: Project) -> dict[str, Any]:
+    """Everything parsing an export reads besides the export itself: each catalog session's rows (sha256 of
+    rows.jsonl, '' = none) and participants, and the schema files. A snapshot parsed with other inputs is
+    out of date even when the server's exports are unchanged (rows re-cut and cut back, a schema edited)."""
+    catalog = load_catalog(project)
+    rows = {}
+    for item in catalog:
+        path = rows_path(project, item.entry.session_id)
+        rows[item.entry.session_id] = sha256_file(path) if path.is_file() else ""
+    return {"rows": rows, "participants": {item.entry.session_id: list(item.entry.participants) for item in catalog},
+            "schemas": {path.name: sha256_file(path) for path in sorted(project.schemas.glob("*.yaml"))}}
 
 
 def _latest(annotations: list[dict[str, Any]]) -> tuple[dict[int, dict[str, Any]], list[dict[str, Any]]]:
@@ -123,6 +155,8 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
     out = ExportParse()
     seen_annotators: set[str] = set()
     unknown: dict[str, int] = {}
+    answered: dict[tuple[str, str], set[str]] = {}  # (session, annotator) -> row ids of their tasks
+    gone: list[_Pending] = []  # annotations of tasks whose row no longer exists, placed after the whole export
     for task in _tasks(data, where):
         out.tasks += 1
         annotations = task.get("annotations") or []
@@ -143,6 +177,7 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
             newer = kept[int(annotation["completed_by"])]
             out.superseded.append(f"task {task['id']}: {_who(users, annotation)} saved annotation "
                                   f"{annotation['id']} and later {newer['id']}; {newer['id']} counts")
+        session_id, row_id = str(task["data"].get("session_id", "")), str(task["data"].get("row_id", ""))
         for annotation in kept.values():
             annotator = _who(users, annotation)
             if owner is not None and annotator.lower() != owner.lower():
@@ -150,10 +185,13 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
                 _refuse_foreign(out, task, annotation, annotator, owner, scenario, snapshot)
                 continue
             seen_annotators.add(annotator)
-            row_id = str((task.get("data") or {}).get("row_id", ""))
-            out.kept[(row_id, annotator)] = (str(annotation.get("updated_at", "")), int(annotation["id"]),
-                                             int(task["id"]))
-            _one_annotation(out, schema, checkers[schema.id], rows, task, annotation, annotator, scenario, snapshot)
+            answered.setdefault((session_id, annotator), set()).add(row_id)
+            pending = _Pending(schema, task, annotation, annotator)
+            if row_id in rows.of(session_id):
+                _one_annotation(out, pending, checkers[schema.id], rows, scenario, snapshot)
+            else:
+                gone.append(pending)
+    _reanchor(out, gone, answered, checkers, rows, scenario, snapshot)
     if unknown:
         found = ", ".join(f"{version!r} ({count} task(s))" for version, count in sorted(unknown.items()))
         raise RescueError(f"{where} holds annotations in schema version(s) {found}, which annotation_schemas/ does "
@@ -181,23 +219,75 @@ def _who(users: Mapping[int, str], annotation: Mapping[str, Any]) -> str:
     return users.get(user, f"user-{user}")
 
 
-def _one_annotation(out: ExportParse, schema: AnnotationSchema, checker: ResultChecker, rows: _Rows,
-                    task: dict[str, Any], annotation: dict[str, Any], annotator: str, scenario: Scenario,
-                    snapshot: str) -> None:
+@dataclass(frozen=True)
+class _Pending:
+    """One annotator's latest annotation of one task, with the schema version of that task."""
+
+    schema: AnnotationSchema
+    task: dict[str, Any]
+    annotation: dict[str, Any]
+    annotator: str
+
+    @property
+    def session_id(self) -> str:
+        return str(self.task["data"].get("session_id", ""))
+
+    @property
+    def row_id(self) -> str:
+        return str(self.task["data"].get("row_id", ""))
+
+
+def _quarantine(out: ExportParse, pending: _Pending, scenario: Scenario, snapshot: str, field_name: str | None,
+                reason: str, entries: list[dict[str, Any]] | None = None) -> None:
+    out.quarantine.append(QuarantinedAnnotation(
+        snapshot=snapshot, scenario=scenario, task_id=int(pending.task["id"]),
+        annotation_id=int(pending.annotation["id"]), annotator=pending.annotator, session_id=pending.session_id,
+        row_id=pending.row_id, field=field_name, reason=reason,
+        result=entries if entries is not None else list(pending.annotation.get("result") or [])))
+
+
+def _reanchor(out: ExportParse, gone: list[_Pending], answered: Mapping[tuple[str, str], set[str]],
+              checkers: Mapping[str, ResultChecker], rows: _Rows, scenario: Scenario, snapshot: str) -> None:
+    """Place each annotation of a gone row on a current row of its session by time overlap, as the stored
+    sample annotations are (`row_anchor.anchor`): per annotator, so the rows they answered on their own
+    tasks keep those answers, and each current row takes at most one gone row of theirs."""
+    groups: dict[tuple[str, str], list[_Pending]] = {}
+    for pending in gone:
+        groups.setdefault((pending.session_id, pending.annotator), []).append(pending)
+    for (session_id, annotator), items in sorted(groups.items()):
+        current = rows.of(session_id)
+        placements, problems = anchor(answered[(session_id, annotator)], current)
+        placed = {p.stored_row: p for p in placements}
+        reasons = dict(problems)
+        for pending in items:
+            placement = placed.get(pending.row_id)
+            if placement is None:
+                out.unplaced += 1
+                _quarantine(out, pending, scenario, snapshot, None,
+                            f"row {pending.row_id} no longer exists in build/transcripts/{session_id}/rows.jsonl "
+                            f"and was not re-anchored: {reasons.get(pending.row_id, 'no row of the session')}")
+                continue
+            out.reanchored.append(Reanchored(task_id=int(pending.task["id"]), annotator=annotator,
+                                             from_row=pending.row_id, row_id=placement.row_id, iou=placement.iou))
+            _one_annotation(out, pending, checkers[pending.schema.id], rows, scenario, snapshot,
+                            row=current[placement.row_id])
+
+
+def _one_annotation(out: ExportParse, pending: _Pending, checker: ResultChecker, rows: _Rows, scenario: Scenario,
+                    snapshot: str, *, row: TranscriptRow | None = None) -> None:
+    """Records of one annotation; `row` is the current row it was re-anchored on (else the task's own row)."""
+    schema, task, annotation, annotator = pending.schema, pending.task, pending.annotation, pending.annotator
     data = task["data"]
-    session_id, row_id = str(data.get("session_id", "")), str(data.get("row_id", ""))
+    session_id = pending.session_id
     result = list(annotation.get("result") or [])
 
     def quarantine(field_name: str | None, reason: str, entries: list[dict[str, Any]] | None = None) -> None:
-        out.quarantine.append(QuarantinedAnnotation(
-            snapshot=snapshot, scenario=scenario, task_id=int(task["id"]), annotation_id=int(annotation["id"]),
-            annotator=annotator, session_id=session_id, row_id=row_id, field=field_name, reason=reason,
-            result=entries if entries is not None else result))
+        _quarantine(out, pending, scenario, snapshot, field_name, reason, entries)
 
-    row = rows.of(session_id).get(row_id)
-    if row is None:
-        quarantine(None, f"row {row_id} no longer exists in build/transcripts/{session_id}/rows.jsonl")
-        return
+    moved = row is not None
+    row = row or rows.of(session_id)[pending.row_id]
+    row_id = row.row_id
+    out.kept[(row_id, annotator)] = (str(annotation.get("updated_at", "")), int(annotation["id"]), int(task["id"]))
     if data.get("scenario") != scenario:
         quarantine(None, f"task of scenario {data.get('scenario')!r} in the {scenario} project")
         return
@@ -223,7 +313,9 @@ def _one_annotation(out: ExportParse, schema: AnnotationSchema, checker: ResultC
         decoded.values.clear()  # without a sound speaker no field can be trusted
     if not decoded.values:
         return
-    values = {f.name: data[f.name] for f in schema.fields if not f.annotated and f.name in data}
+    # Values carried from the transcript (start/end time): a re-anchored answer takes its current row's.
+    values = {f.name: getattr(row, f.prefill) if moved and f.prefill else data[f.name]
+              for f in schema.fields if not f.annotated and f.name in data}
     values.update(decoded.values)
     order = {f.name: i for i, f in enumerate(schema.fields)}
     first = next(iter(values))

@@ -3,7 +3,8 @@
 A pull stores the full JSON export of every annotation project (one per scenario and annotator, see
 `projects`) verbatim under `build/annotations/<UTC time>/exports/<scenario>/<annotator>.json` (read-only
 files, in a folder that is never reused), then parses them into one `Annotation` per row x annotator x
-field (`annotations.jsonl`). Whatever cannot be read goes to `quarantine.jsonl` with task, annotator and
+field (`annotations.jsonl`); `parsed_with.json` records the rows, participants and schemas the parse read
+(`parse.parse_inputs`). Whatever cannot be read goes to `quarantine.jsonl` with task, annotator and
 reason, among it any annotation another account made in an annotator's own project (reported, never
 merged); `summary.json` counts everything and records the sha256 of annotations.jsonl, which every
 reader checks (pipeline.agreement.inputs.check_snapshot). When one annotator saved a row more than once, the latest
@@ -29,7 +30,7 @@ from pydantic import Field
 from pipeline.annotate.config import build_config
 from pipeline.annotate.labelstudio import Client, Connection
 from pipeline.annotate.merge import merge_latest
-from pipeline.annotate.parse import ExportParse, parse_export
+from pipeline.annotate.parse import ExportParse, parse_export, parse_inputs
 from pipeline.annotate.projects import SHARED, annotation_projects, annotator_title
 from pipeline.annotate.push import schema_path
 from pipeline.annotate.server import connect
@@ -41,8 +42,8 @@ from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
 from pipeline.settings import load_settings
 from pipeline.store import TMP_MARK
 
-ANNOTATIONS_FILE, QUARANTINE_FILE, SUMMARY_FILE, USERS_FILE = (
-    "annotations.jsonl", "quarantine.jsonl", "summary.json", "users.json")
+ANNOTATIONS_FILE, QUARANTINE_FILE, SUMMARY_FILE, USERS_FILE, INPUTS_FILE = (
+    "annotations.jsonl", "quarantine.jsonl", "summary.json", "users.json", "parsed_with.json")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class ProjectPull(Record):
     records: int
     quarantined: int
     annotators: tuple[str, ...]
+    reanchored: int = Field(0, description="annotations of gone rows read as answers to the row they overlap most")
+    reanchored_detail: tuple[str, ...] = ()
+    unplaced: int = Field(0, description="annotations of gone rows no current row could take (quarantined)")
 
 
 class PullSummary(Record):
@@ -153,6 +157,7 @@ def snapshot_from_exports(project: Project,
     try:
         _write_readonly(tmp / USERS_FILE, json.dumps({str(k): v for k, v in sorted(users.items())}, indent=2,
                                                      ensure_ascii=False).encode("utf-8"))
+        _write_readonly(tmp / INPUTS_FILE, json.dumps(parse_inputs(project), indent=1, sort_keys=True).encode())
         schemas = known_schemas(project, schema)
         waited = time.perf_counter()
         for raw_key, data in (exports.items() if isinstance(exports, Mapping) else exports):
@@ -179,7 +184,9 @@ def snapshot_from_exports(project: Project,
                             cancelled=result.cancelled, superseded=len(result.superseded) + len(merged.detail[key]),
                             superseded_detail=tuple(result.superseded + merged.detail[key]),
                             foreign=result.foreign, records=merged.records[key], quarantined=len(result.quarantine),
-                            annotators=result.annotators)
+                            annotators=result.annotators, reanchored=len(result.reanchored), unplaced=result.unplaced,
+                            reanchored_detail=tuple(f"task {r.task_id} ({r.annotator}): row {r.from_row} -> "
+                                                    f"{r.row_id} (IoU {r.iou:.2f})" for r in result.reanchored))
                 for key, result in parsed.items())
             quarantine = [q for result in parsed.values() for q in result.quarantine]
             records_data = "".join(line + "\n" for line in merged.lines).encode()

@@ -1,4 +1,7 @@
-"""Agreement report, adjudication and gold as make-like corpus steps over the newest annotation snapshot."""
+"""Agreement report, adjudication and gold as make-like corpus steps over the newest annotation snapshot.
+
+Each is skipped only when its inputs' fingerprint matches its last run and every output file still has
+the sha256 that run recorded; an output that was damaged, cut or edited is rebuilt (and said so)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.labelstudio_steps import ServerSession
-from pipeline.corpus.state import file_sha, fingerprint, last_done
+from pipeline.corpus.state import damaged_outputs, file_sha, fingerprint, last_done, outputs_digest
 
 
 def _settings_json(ctx: CorpusContext) -> dict[str, object]:
@@ -30,22 +33,37 @@ def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
                        rows=ctx.rows, settings=_settings_json(ctx), schema=ctx.schema_sha)
 
 
+def _outputs(folder: Path, *names: str) -> list[Path]:
+    """The named files of `folder`, and every file below it when no name is given."""
+    if names:
+        return [folder / name for name in names]
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else [folder / "report.html"]
+
+
+def _damage_note(damaged: list[str]) -> list[str]:
+    return [f"{', '.join(damaged[:3])}{' ...' if len(damaged) > 3 else ''}: not what the last run wrote "
+            "(missing, cut or edited), so the step ran again"] if damaged else []
+
+
 def agree_step(ctx: CorpusContext) -> Path:
     """build/agreement/ for the newest snapshot; returns the HTML report."""
     from pipeline.agreement.agree import run_agree
 
     snapshot = latest_annotations(ctx.project)
-    html = ctx.project.build / "agreement" / "report.html"
+    folder = ctx.project.build / "agreement"
+    html = folder / "report.html"
     fp = agree_fingerprint(ctx, snapshot)
-    if last_done(ctx.project, "agree", fp) is not None and html.is_file():
+    done = last_done(ctx.project, "agree", fp)
+    damaged = damaged_outputs(ctx.project, done, _outputs(folder) + [html]) if done else []
+    if done is not None and not damaged:
         ctx.record("agree", "up to date", f"report of snapshot {snapshot.parent.name}")
         return html
     output = run_agree(ctx.project, ctx.agreement)
     report = output.report
-    ctx.done("agree", fp, snapshot=snapshot.parent.name)
+    ctx.done("agree", fp, snapshot=snapshot.parent.name, outputs=outputs_digest(ctx.project, _outputs(folder)))
     ctx.record("agree", "ran", f"{len(report.annotators)} annotator(s), {report.rows} row(s) of {report.sessions} "
                                f"session(s) -> {ctx.project.rel_or_abs(output.html)}",
-               [note.message for note in report.notes])
+               _damage_note(damaged) + [note.message for note in report.notes])
     return output.html
 
 
@@ -57,17 +75,20 @@ def adjudicate_step(ctx: CorpusContext, server: ServerSession | None) -> None:
     snapshot = latest_annotations(ctx.project)
     fp = adjudicate_fingerprint(ctx, snapshot)
     done = last_done(ctx.project, "adjudicate", fp)
-    if done is None:
+    outputs = _outputs(ctx.project.build / "adjudication", "queue.jsonl", "summary.json")
+    damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    if done is None or damaged:
         _, items = run_adjudicate(ctx.project, ctx.agreement)
         count, fresh = len(items), True
     else:
         count, fresh = int(done.detail.get("queue", 0)), False  # type: ignore[call-overload]
     changed, notes = adjudication_round_trip(ctx, server, push=fresh and count > 0) if server else (False, [])
+    notes = _damage_note(damaged) + notes
     if changed:  # new adjudicated answers settle part of the queue
         _, items = run_adjudicate(ctx.project, ctx.agreement)
         notes.append(f"{count - len(items)} queued field(s) settled by the adjudicators' answers")
         count = len(items)
-    ctx.done("adjudicate", fp, queue=count)
+    ctx.done("adjudicate", fp, queue=count, outputs=outputs_digest(ctx.project, outputs))
     where = ctx.project.rel_or_abs(ctx.project.build / "adjudication" / "queue.jsonl")
     ctx.record("adjudicate", "ran" if fresh or changed else "up to date",
                f"{count} field(s) in the adjudication queue ({where})", notes)
@@ -79,21 +100,24 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
 
     snapshot = latest_annotations(ctx.project)
     fp = gold_fingerprint(ctx, snapshot)
-    summary_file = ctx.project.build / "gold" / "summary.json"
-    gold_file = ctx.project.build / "gold" / "benchmark.jsonl"
+    folder = ctx.project.build / "gold"
+    summary_file, gold_file = folder / "summary.json", folder / "benchmark.jsonl"
+    outputs = _outputs(folder, "benchmark.jsonl", "provenance.jsonl", "summary.json")
     done = last_done(ctx.project, "gold", fp)
-    if done is not None and summary_file.is_file() and gold_file.is_file():
+    damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    if done is not None and not damaged:
         summary = GoldSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))
         status = "up to date"
     else:
         summary = run_gold(ctx.project, ctx.agreement)
-        ctx.done("gold", fp, sessions=list(summary.sessions_written), benchmark_sha256=summary.benchmark_sha256)
+        ctx.done("gold", fp, sessions=list(summary.sessions_written), benchmark_sha256=summary.benchmark_sha256,
+                 outputs=outputs_digest(ctx.project, outputs))
         status = "ran"
     pending = pending_sessions(ctx, summary.sessions_written, summary.sessions_pending)
     sources = ", ".join(f"{k} {v}" for k, v in summary.fields_by_source.items())
     ctx.record("gold", status, f"{len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
                                f"{ctx.project.rel_or_abs(gold_file)}; {len(pending)} session(s) pending",
-               [f"fields settled by: {sources}"] if sources else [])
+               _damage_note(damaged) + ([f"fields settled by: {sources}"] if sources else []))
     return summary.sessions_written, pending
 
 

@@ -7,7 +7,9 @@ Push gives every annotator their own projects (independent labels): the roster o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
 from pipeline.annotate.projects import annotator_roster
@@ -27,6 +29,7 @@ from pipeline.corpus.labelstudio_steps import (
 )
 from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, state_path, write_state
 from pipeline.corpus.stored import Kind, accounts, load_stored
+from pipeline.row_anchor import MIN_IOU
 
 PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
 
@@ -73,8 +76,8 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
     projects = {p.title: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.projects}
     ctx.done("push", fp, projects=projects, annotators=list(roster), imported=summary.imported)
     parts = ", ".join(f"{scenario} {count}" for scenario, count in summary.scenario_imported().items()) or "none"
-    notes = [f"{p.title}: {p.stale} task(s) whose row no longer exists (their annotations are quarantined on pull)"
-             for p in summary.projects if p.stale]
+    notes = [f"{p.title}: {p.stale} task(s) whose row no longer exists (pull re-anchors their annotations by "
+             "time overlap, or quarantines them with the reason)" for p in summary.projects if p.stale]
     notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
               for p in summary.projects if p.duplicates]
     if not roster:
@@ -128,27 +131,49 @@ def apply_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proj
     return summary.created
 
 
+def _parsed_with(snapshot: Path) -> object:
+    """The parse inputs a snapshot records (`parsed_with.json`); None when it has none or it is unreadable."""
+    from pipeline.annotate.pull import INPUTS_FILE
+
+    try:
+        return json.loads((snapshot / INPUTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a snapshot from before parsed_with.json: parsed again once
+
+
 def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[ProjectExport]) -> str:
-    """A new snapshot when the server's annotations differ from the newest snapshot's; returns the snapshot name."""
+    """A new snapshot unless the newest one was parsed from the same exports with the same rows, participants
+    and schemas (rows re-cut and cut back leave the exports as they were: the parse must still run again)."""
+    from pipeline.annotate.parse import parse_inputs
     from pipeline.annotate.pull import ExportKey, snapshot_from_exports
 
     digest = combined_digest(export_map(exports))
+    inputs = parse_inputs(ctx.project)
     files = snapshot_files(ctx.project)
     previous = read_state(ctx.project, "pull")
     known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
     if files:
         latest = files[-1].parent
         latest_digest = known.get(latest.name) or snapshot_digest(latest)
-        if latest_digest == digest:
-            ctx.done("pull", digest, snapshot=latest.name, digests={latest.name: digest})
-            ctx.record("pull", "up to date", f"annotations unchanged since snapshot {latest.name}")
+        if latest_digest == digest and _parsed_with(latest) == json.loads(json.dumps(inputs)):
+            detail = previous.detail if previous and previous.detail.get("snapshot") == latest.name else {}
+            ctx.done("pull", digest, **{**detail, "snapshot": latest.name, "digests": {latest.name: digest}})
+            ctx.record("pull", "up to date", f"annotations and rows unchanged since snapshot {latest.name}")
             return latest.name
     summary = snapshot_from_exports(
         ctx.project, [(ExportKey(e.scenario, e.annotator, e.project_id), e.data) for e in exports],  # type: ignore[arg-type]
         server.client.users(), schema=ctx.schema, source=server.connection.url)
-    ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest})
-    notes = [f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl"] \
-        if summary.quarantined else []
+    reanchored = sum(p.reanchored for p in summary.projects)
+    unplaced = sum(p.unplaced for p in summary.projects)
+    ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest}, reanchored=reanchored,
+             unplaced=unplaced, reanchored_detail=[line for p in summary.projects for line in p.reanchored_detail])
+    notes = []
+    if reanchored or unplaced:
+        notes.append(f"rows re-cut since annotation: {reanchored} annotation(s) re-anchored on the row they overlap "
+                     f"most (IoU >= {MIN_IOU}), {unplaced} not placed (reasons in {summary.folder}/quarantine.jsonl; "
+                     f"each re-anchored pair in {ctx.project.rel_or_abs(state_path(ctx.project, 'pull'))})")
+    if summary.quarantined:
+        notes.append(f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl")
     annotations = summary.annotations
     ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
                               f"record(s) in {summary.folder}/", notes)
@@ -163,9 +188,11 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
     """Push the queue (`push`: it was just rewritten), apply stored adjudications, pull new answers.
 
     Returns whether anything changed and notes. The answers are pulled only when the adjudication
-    projects' content differs from the last pull (a pull always writes a new answers file)."""
+    projects' content, or the rows and schemas the answers are parsed with, differ from the last pull
+    (a pull always writes a new answers file)."""
     from pipeline.agreement.gold import QueueItem
     from pipeline.agreement.queue_labelstudio import pull_adjudications, push_queue
+    from pipeline.annotate.parse import parse_inputs
     from pipeline.store import read_jsonl
 
     notes: list[str] = []
@@ -176,7 +203,8 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
     exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
     if exports and apply_step(ctx, server, exports, "adjudication"):
         exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
-    digest = combined_digest(export_map(exports)) if exports else ""
+    digest = fingerprint("adjudication-pull", "2", exports=combined_digest(export_map(exports)),
+                         parsed_with=parse_inputs(ctx.project)) if exports else ""
     previous = read_state(ctx.project, "adjudication-pull")
     answers = adjudication_answers(ctx.project)
     if exports and (previous is None or previous.fingerprint != digest or answers is None):

@@ -1,12 +1,14 @@
 """What each corpus step last did: build/state/corpus/<step>.json (fingerprint of its inputs, outcome, details).
 
-A step is up to date when its fingerprint equals the last successful run's and its outputs are intact;
+A step is up to date when its fingerprint equals the last successful run's and its outputs are intact:
 the fingerprint covers the inputs that decide its output (rows, schema, settings section, annotation
-snapshot, code version), never times or paths that do not change the result.
+snapshot, code version), never times or paths that do not change the result; the record also holds the
+sha256 of each output file (`outputs`), so a damaged, cut or edited output is rebuilt, not trusted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -60,6 +62,21 @@ def last_done(project: Project, step: str, fingerprint: str) -> StepState | None
 
 def file_sha(path: Path) -> str:
     return sha256_file(path) if path.is_file() else ""
+
+
+def outputs_digest(project: Project, paths: Iterable[Path]) -> dict[str, str]:
+    """Output file (relative to the project) -> its sha256 ('' = missing), recorded when a step finishes."""
+    return {project.rel_or_abs(path): file_sha(path) for path in sorted(paths)}
+
+
+def damaged_outputs(project: Project, state: StepState, paths: Iterable[Path]) -> list[str]:
+    """The outputs whose content is not what the step last wrote (missing, cut, edited); all of them when
+    the record holds no digests (a build from before outputs were hashed)."""
+    now = outputs_digest(project, paths)
+    recorded = state.detail.get("outputs")
+    if not isinstance(recorded, dict) or set(recorded) != set(now):
+        return sorted(now)
+    return [path for path, sha in now.items() if not sha or recorded[path] != sha]
 
 
 def rows_digest(project: Project) -> dict[str, str]:
