@@ -61,7 +61,8 @@ def test_freezing_twice_gives_byte_identical_files(frozen: Path, tmp_path: Path)
         *(f"gold/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
         *(f"{kind}/{t}.parquet" for kind in ("tasks", "gold")
           for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
-        "benchmark.parquet", "stats/instances.csv", "stats/instances.md", "stats/statistics.json", "stats/table3.csv", "stats/table3.md",
+        "benchmark.parquet", "stats/instances.csv", "stats/instances.md", "stats/statistics.json",
+        "stats/table3.csv", "stats/table3.md",
         "figures/relation_transitions_couple.png", "figures/relation_transitions_family.png",
         *(f"figures/labels_{t}.png" for t in ("er", "itp", "rpp", "ssp", "stp", "vp"))])
 

@@ -113,7 +113,8 @@ Load one task with the `datasets` library: `load_dataset("<this folder>", "itp",
 ## Statistics (as the paper's Table 3)
 
 {table3_markdown(stats["table3"])}
-Durations run to the end of each session's last row (the row format has no duration field).
+Durations run to the end of each session's last row (the row format has no duration field); n/a: no
+session of that scenario in this release.
 
 ## Instances per task and scenario
 
