@@ -10,13 +10,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pipeline.errors import RescueError
 from pipeline.schema import load_schema
 from pipeline.tasks.build import build_tasks
 from pipeline.tasks.release import ModelVersion, ReleaseProvenance, freeze_release
 from pipeline.tasks.settings import TaskSettings
-from pipeline.tasks.stats import table3, table3_markdown, transitions
+from pipeline.tasks.stats import table3, table3_csv, table3_markdown, transitions
 from pipeline.tasks.verify import verify_release
 from tests.conftest import tree_digest
 from tests.tasks_rows import row, session, strategy
@@ -58,7 +59,10 @@ def test_freezing_twice_gives_byte_identical_files(frozen: Path, tmp_path: Path)
         "MANIFEST.json", "README.md", "benchmark.jsonl",
         *(f"tasks/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
         *(f"gold/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
-        "stats/instances.csv", "stats/instances.md", "stats/statistics.json", "stats/table3.csv", "stats/table3.md",
+        *(f"{kind}/{t}.parquet" for kind in ("tasks", "gold")
+          for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
+        "benchmark.parquet", "stats/instances.csv", "stats/instances.md", "stats/statistics.json",
+        "stats/table3.csv", "stats/table3.md",
         "figures/relation_transitions_couple.png", "figures/relation_transitions_family.png",
         *(f"figures/labels_{t}.png" for t in ("er", "itp", "rpp", "ssp", "stp", "vp"))])
 
@@ -119,7 +123,7 @@ def test_refreezing_is_a_no_op_and_never_silently_replaces_a_release(frozen: Pat
 def test_verify_reports_changed_missing_and_extra_files(frozen: Path, tmp_path: Path) -> None:
     copy = tmp_path / "v1"
     shutil.copytree(frozen, copy)
-    assert verify_release(copy).ok and verify_release(copy).checked == 27
+    assert verify_release(copy).ok and verify_release(copy).checked == 40
     with (copy / "gold/itp.jsonl").open("a") as handle:
         handle.write('{"id": "forged"}\n')
     (copy / "figures/labels_er.png").unlink()
@@ -147,6 +151,59 @@ def test_table3_worked_by_hand() -> None:
     markdown = table3_markdown(table)
     assert "| Therapist turn share | 37.5% | 40.0% | 38.1% |" in markdown
     assert "| Avg speakers / sample | 3.00 | 4.00 | 3.50 |" in markdown
+
+
+def test_table3_without_family_sessions_says_n_a_not_zero(tmp_path: Path) -> None:
+    table = table3(build_tasks([session()], TaskSettings(), SCHEMA).views)
+    assert table["family"] == {"samples": 0, "total_minutes": 0.0, "total_rows": 0, "avg_minutes": None,
+                               "avg_rows": None, "avg_speakers": None, "therapist_share": None}
+    markdown = table3_markdown(table)
+    assert "| Avg duration / sample (min) | 1.41 | n/a | 1.41 |" in markdown
+    assert "| Therapist turn share | 37.5% | n/a | 37.5% |" in markdown and "0.00" not in markdown
+    assert "therapist_share,0.375,,0.375" in table3_csv(table).splitlines()     # empty = missing in CSV
+    out = tmp_path / "v1"
+    freeze_release([session()], TaskSettings(), PROVENANCE, out, schema=SCHEMA)
+    stats = json.loads((out / "stats/statistics.json").read_text())
+    assert stats["table3"]["family"]["avg_speakers"] is None and stats["table3"]["family"]["therapist_share"] is None
+    assert "| Therapist turn share | 37.5% | n/a | 37.5% |" in (out / "README.md").read_text()
+    assert (out / "stats/table3.md").read_text() == markdown
+
+
+def test_parquet_files_hold_the_jsonl_records_exactly(frozen: Path) -> None:
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    manifest = {e["path"]: e for e in json.loads((frozen / "MANIFEST.json").read_text())["files"]}
+    for kind in ("tasks", "gold"):
+        for task in ("er", "vp", "rpp", "itp", "stp", "ssp"):
+            records = [json.loads(line) for line in (frozen / f"{kind}/{task}.jsonl").read_text().splitlines()]
+            parquet = frozen / f"{kind}/{task}.parquet"
+            assert pl.read_parquet(parquet).to_dicts() == records, parquet      # lists of dicts included
+            assert pq.read_table(parquet).to_pylist() == records, parquet       # a second, independent reader
+            assert manifest[f"{kind}/{task}.parquet"]["rows"] == len(records)
+    # the row format's `intensity` is a number in one row and text ("7") in another: `rows` cannot be one
+    # Parquet type without changing a value, so it is stored as JSON text, and the manifest and card say so
+    manifest_json = json.loads((frozen / "MANIFEST.json").read_text())
+    assert manifest_json["parquet_json_columns"] == {"benchmark.parquet": ["rows"]}
+    assert "`benchmark.parquet`: `rows`" in (frozen / "README.md").read_text()
+    sessions = [json.loads(line) for line in (frozen / "benchmark.jsonl").read_text().splitlines()]
+    read = pl.read_parquet(frozen / "benchmark.parquet").to_dicts()
+    assert [{**r, "rows": json.loads(r["rows"])} for r in read] == sessions
+    vp_gold = pl.read_parquet(frozen / "gold/vp.parquet")
+    assert isinstance(vp_gold.schema["gold"], pl.Struct)                         # nested, not JSON text
+
+
+def test_card_has_citation_and_licence_sections(frozen: Path, tmp_path: Path) -> None:
+    card = (frozen / "README.md").read_text()
+    front = yaml.safe_load(card.split("---\n")[1])
+    assert front["license"] == "other"
+    assert "## Citation" in card and "## Licence" in card
+    assert "arXiv 2609.09657" in card and "@misc{" in card and "placeholder" in card.lower()
+    assert "source videos" in card
+    out = tmp_path / "v1"
+    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA, license="cc-by-nc-4.0")
+    assert yaml.safe_load((out / "README.md").read_text().split("---\n")[1])["license"] == "cc-by-nc-4.0"
+    assert json.loads((out / "MANIFEST.json").read_text())["license"] == "cc-by-nc-4.0"
 
 
 def test_transition_matrix_is_row_normalised_without_self_transitions() -> None:
@@ -179,10 +236,17 @@ def test_dataset_card_configs_load_with_the_hugging_face_loader(frozen: Path, tm
     card = (frozen / "README.md").read_text()
     assert card.startswith("---\n") and "configs:" in card
     manifest = {e["path"]: e["rows"] for e in json.loads((frozen / "MANIFEST.json").read_text())["files"]}
+    front = yaml.safe_load(card.split("---\n")[1])
+    paths = {c["config_name"]: c["data_files"][0]["path"] for c in front["configs"]}
+    assert paths["itp"] == "tasks/itp.parquet" and paths["vp_gold"] == "gold/vp.parquet"
     for config, path in [("itp", "tasks/itp.jsonl"), ("er", "tasks/er.jsonl"), ("rpp_gold", "gold/rpp.jsonl"),
                          ("benchmark", "benchmark.jsonl")]:
         loaded = datasets.load_dataset(str(frozen), config, split="test")
         assert len(loaded) == manifest[path], config
+    for task in ("er", "vp", "rpp", "itp", "stp", "ssp"):    # nested fields load as the JSONL holds them
+        for config, path in [(task, f"tasks/{task}.jsonl"), (f"{task}_gold", f"gold/{task}.jsonl")]:
+            loaded = datasets.load_dataset(str(frozen), config, split="test").to_list()
+            assert loaded == [json.loads(line) for line in (frozen / path).read_text().splitlines()], config
     itp = datasets.load_dataset(str(frozen), "itp", split="test")
     assert "gold" not in itp.column_names and "decision_after_row" in itp.column_names
     assert set(datasets.get_dataset_config_names(str(frozen))) == {

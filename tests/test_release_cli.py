@@ -4,11 +4,14 @@ evaluate, and compare rebuilt ER/VP instances with the published er.jsonl."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from tests.conftest import tree_digest
 from tests.tasks_rows import SAMPLE_ID
 from tests.test_release import gold_sessions
 
@@ -139,3 +142,37 @@ def test_compare_released_reports_every_field_of_the_published_record(tmp_path: 
     by_id = {d["id"]: d["fields"] for d in json.loads(result.output)["differences"]}
     assert "participants" in by_id[with_therapist["instance_id"]]
     assert "attitude" not in by_id[without_attitude["instance_id"]]["gold"]["published"]["viewpoints"][0]
+
+
+def test_freezing_the_same_gold_by_another_path_spelling_finds_the_release_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    outside = published_benchmark(tmp_path)                  # a published file next to the project
+    inside = root / "data" / "benchmark.jsonl"
+    inside.parent.mkdir()
+    shutil.copyfile(outside, inside)
+    monkeypatch.chdir(tmp_path)
+    first = run(root, "freeze", "--gold", "benchmark_191.jsonl", "--version", "r1")
+    assert first.exit_code == 0, first.output
+    release = root / "build/release/r1"
+    frozen = tree_digest(release)
+    assert json.loads((release / "MANIFEST.json").read_text())["provenance"]["gold_source"] == "benchmark_191.jsonl"
+    for spelling in ("./benchmark_191.jsonl", str(outside), "project/data/benchmark.jsonl",
+                     "./project/data/../data/benchmark.jsonl", str(inside)):
+        again = run(root, "freeze", "--gold", spelling, "--version", "r1")
+        assert again.exit_code == 0 and "(unchanged)" in again.output, (spelling, again.output)
+        assert tree_digest(release) == frozen                # same gold content: the release is kept as it is
+    assert run(root, "freeze", "--gold", str(inside), "--version", "r2").exit_code == 0
+    inside_source = json.loads((root / "build/release/r2/MANIFEST.json").read_text())["provenance"]["gold_source"]
+    assert inside_source == "data/benchmark.jsonl"           # inside the project: relative to its root
+    inside.write_text(inside.read_text().splitlines()[0] + "\n")   # other gold content is still refused
+    other = run(root, "freeze", "--gold", str(inside), "--version", "r1")
+    assert other.exit_code == 1 and "already exists with different content" in other.output
+
+
+def test_freeze_license_option_sets_the_card_license(tmp_path: Path) -> None:
+    gold = published_benchmark(tmp_path)
+    assert run(tmp_path, "freeze", "--gold", str(gold), "--license", "cc-by-nc-4.0").exit_code == 0
+    card = (tmp_path / "build/release/v1/README.md").read_text()
+    assert "\nlicense: cc-by-nc-4.0\n" in card.split("---")[1]

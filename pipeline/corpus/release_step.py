@@ -87,13 +87,15 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     except NoGoldYet:
         sessions, warnings = [], []
     version = ctx.settings.build.release_version
+    license_id = ctx.settings.build.release_license
     out = ctx.project.build / "release" / version
     if not sessions:
         ctx.record("freeze", "waiting", f"no session has complete gold yet: release {version} not frozen")
         return None
     models = model_versions(ctx, {s.sample_id for s in sessions})
     fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(settings_file),
-                     schema=file_sha(schema_file), version=version, models=[m.model_dump() for m in models])
+                     schema=file_sha(schema_file), version=version, models=[m.model_dump() for m in models],
+                     license=license_id)
     done = last_done(ctx.project, "freeze", fp)
     if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
@@ -105,7 +107,8 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
     provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots), models=models,
                                    gold_source=ctx.project.rel(gold), gold_sha256=file_sha(gold))
-    summary = freeze_release(sessions, task_settings, provenance, out, schema=schema, overwrite=True)
+    summary = freeze_release(sessions, task_settings, provenance, out, schema=schema, overwrite=True,
+                             license=license_id)
     notes = [str(w) for w in warnings[:10]]
     notes.append(describe_label_sources(summary.label_sources))
     notes.extend(summary.coverage_warnings[:10])

@@ -10,6 +10,9 @@ class BuildSettings(BaseModel):
 
     release_version: str = Field("v1", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
                                  description="the release `rescue build` freezes: build/release/<version>/")
+    release_license: str = Field("other", pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$",
+                                 description="the release card's `license:` field: the source videos' licence, "
+                                             "which the project does not own (e.g. cc-by-nc-4.0)")
     sample_annotations: bool = Field(
         True, description="apply the stored annotation export of the built-in sample sessions when the server "
                           "holds no annotations for them")

@@ -1,5 +1,6 @@
 """The release's dataset card (README.md): YAML front matter with one `configs:` entry per task, so the
-Hugging Face `datasets` loader reads each task file, then the numbers and the construction choices."""
+Hugging Face `datasets` loader reads each task's Parquet file, then the numbers, the construction
+choices, how to cite and the licence."""
 
 from __future__ import annotations
 
@@ -28,17 +29,36 @@ METRICS = {
 }
 
 
-def front_matter(version: str) -> dict[str, Any]:
+# The spec gives the paper's arXiv id but no BibTeX: the first entry is a placeholder to complete.
+CITATION = """```bibtex
+@misc{rescue_bench_paper,
+  title         = {{RESCUE-BENCH}: PLACEHOLDER - copy the title and authors from arXiv 2609.09657},
+  author        = {PLACEHOLDER},
+  year          = {PLACEHOLDER},
+  eprint        = {2609.09657},
+  archivePrefix = {arXiv},
+  note          = {Placeholder entry: replace it with the paper's own BibTeX}
+}
+
+@software{rescue_bench_pipeline,
+  title = {{RESCUE-BENCH} construction pipeline (`rescue`), version CODE_VERSION},
+  note  = {Rebuilds the RESCUE-BENCH task files from annotated therapy-session recordings}
+}
+```"""
+
+
+def front_matter(version: str, license: str = "other") -> dict[str, Any]:
     configs = []
     for task in TASKS:
-        configs.append({"config_name": task, "data_files": [{"split": "test", "path": f"tasks/{task}.jsonl"}]})
+        configs.append({"config_name": task, "data_files": [{"split": "test", "path": f"tasks/{task}.parquet"}]})
     for task in TASKS:
-        configs.append({"config_name": f"{task}_gold", "data_files": [{"split": "test", "path": f"gold/{task}.jsonl"}]})
-    configs.append({"config_name": "benchmark", "data_files": [{"split": "test", "path": "benchmark.jsonl"}]})
+        configs.append({"config_name": f"{task}_gold",
+                        "data_files": [{"split": "test", "path": f"gold/{task}.parquet"}]})
+    configs.append({"config_name": "benchmark", "data_files": [{"split": "test", "path": "benchmark.parquet"}]})
     return {
         "pretty_name": f"RESCUE-BENCH rebuild ({version})",
         "language": ["en"],
-        "license": "other",
+        "license": license,
         "task_categories": ["text-classification", "text-generation"],
         "tags": ["therapy", "emotional-support", "multi-party-dialogue", "benchmark"],
         "configs": configs,
@@ -46,7 +66,8 @@ def front_matter(version: str) -> dict[str, Any]:
 
 
 def dataset_card(version: str, stats: dict[str, Any], manifest_core: dict[str, Any]) -> str:
-    header = yaml.safe_dump(front_matter(version), sort_keys=False, allow_unicode=True, width=1000)
+    license = manifest_core["license"]
+    header = yaml.safe_dump(front_matter(version, license), sort_keys=False, allow_unicode=True, width=1000)
     settings = manifest_core["task_settings"]
     task_rows = "\n".join(
         f"| `{t}` | {TASK_TITLES[t]} | `tasks/{t}.jsonl` | `gold/{t}.jsonl`: {GOLD_FIELDS[t]} | {METRICS[t]} |"
@@ -54,6 +75,8 @@ def dataset_card(version: str, stats: dict[str, Any], manifest_core: dict[str, A
     provenance = manifest_core["provenance"]
     models = ("\n".join(f"- Model ({m['role']}): {m['name']} {m['version']}" for m in provenance["models"])
               or "- Models: (none recorded)")
+    json_columns = "; ".join(f"`{path}`: {', '.join(f'`{c}`' for c in columns)}"
+                             for path, columns in manifest_core["parquet_json_columns"].items()) or "none"
     snapshots = ", ".join(provenance["annotation_snapshots"]) or "(none recorded)"
     return f"""---
 {header}---
@@ -73,18 +96,25 @@ ITP (intervention timing), STP (support target) and SSP (support strategy).
 - `tasks/<task>.jsonl` holds only what a model may see: `id`, `task`, `sample_id`, `scenario` and the
   task's inputs. `gold/<task>.jsonl` holds the same `id` with `gold` and `meta` (how the instance was
   made, e.g. ITP's candidate type). Give models the task files only.
-- `benchmark.jsonl`: the gold sessions, one per line, in the released row format.
+- `tasks/<task>.parquet`, `gold/<task>.parquet`: the same records in the same order as Parquet (the
+  `configs:` above point at them); nested fields are Parquet lists and structs. A key that some records
+  lack reads back as null there, and whole numbers in a float column as floats; otherwise every record
+  equals its JSONL line. Columns whose values mix types are stored as JSON text instead: {json_columns}.
+- `benchmark.jsonl`: the gold sessions, one per line, in the released row format (`benchmark.parquet`:
+  the same as Parquet, config `benchmark`).
 - `MANIFEST.json`: sha256 and row count of every file, schema version, task-construction settings,
   code version, annotation snapshot ids, model names and versions. Check a copy with `rescue verify <folder>`.
 - `stats/`: the statistics table below (`table3.md/.csv`), instance counts (`instances.md/.csv`) and
   everything as `statistics.json`. `figures/`: relation-pattern transitions and label distributions.
 
-Load one task with the `datasets` library: `load_dataset("<this folder>", "itp", split="test")`.
+Load one task with the `datasets` library: `load_dataset("<this folder>", "itp", split="test")`
+(`"itp_gold"` for its answers), or read the Parquet files with any dataframe library.
 
 ## Statistics (as the paper's Table 3)
 
 {table3_markdown(stats["table3"])}
-Durations run to the end of each session's last row (the row format has no duration field).
+Durations run to the end of each session's last row (the row format has no duration field); n/a: no
+session of that scenario in this release.
 
 ## Instances per task and scenario
 
@@ -110,4 +140,19 @@ instances of a session in one prompt.
 - Code version: {manifest_core['code_version']}
 - Annotation snapshots: {snapshots}
 {models}
+
+## Citation
+
+If you use this data, cite the RESCUE-BENCH paper (arXiv 2609.09657) and say that the task files were
+rebuilt with this pipeline:
+
+{CITATION.replace("CODE_VERSION", manifest_core["code_version"])}
+
+## Licence
+
+The rows, task files and statistics are derived from the source videos (their speech, on-screen
+behaviour and timing). Their licence is the source videos' licence, which the makers of this pipeline
+do not own and cannot change: check the terms of each source before you use or share this release.
+The `license:` field above is `{license}`, as set when the release was frozen (`rescue freeze --license`,
+or `release_license` in `[tool.rescue.build]`). Raw video, audio and subtitles are not part of it.
 """

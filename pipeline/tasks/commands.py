@@ -73,15 +73,18 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
                                            "moves to build/release/superseded/<version>-<UTC time>/).")
 @click.option("--snapshot", "snapshots", multiple=True, help="Annotation snapshot id the gold came from (repeat).")
 @click.option("--model", "models", multiple=True, help="ROLE:NAME:VERSION of a model used upstream (repeat).")
+@click.option("--license", "license_id", default="other", show_default=True,
+              help="The card's `license:` field: the source videos' licence (e.g. cc-by-nc-4.0); the project "
+                   "does not own it.")
 @click.pass_context
 def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path | None, settings_path: Path | None,
-           strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...]) -> None:
+           strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...], license_id: str) -> None:
     """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""
     from pipeline.schema import load_schema
     from pipeline.store import sha256_file
     from pipeline.tasks.gold_input import read_gold_file
     from pipeline.tasks.coverage import describe_label_sources
-    from pipeline.tasks.release import ReleaseProvenance, freeze_release
+    from pipeline.tasks.release import ReleaseProvenance, freeze_release, gold_source_label
     from pipeline.tasks.settings import load_task_settings
 
     project = _project(ctx)
@@ -92,10 +95,11 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path |
     with console.status(f"reading {gold}"):
         sessions, warnings = read_gold_file(gold, schema, strict=strict)
     provenance = ReleaseProvenance(annotation_snapshots=snapshots, models=tuple(_model(m) for m in models),
-                                   gold_source=project.rel_or_abs(gold), gold_sha256=sha256_file(gold))
+                                   gold_source=gold_source_label(project.root, gold),
+                                   gold_sha256=sha256_file(gold))
     with console.status(f"building tasks from {len(sessions)} sessions"):
         summary = freeze_release(sessions, settings, provenance, out or project.build / "release" / version,
-                                 schema=schema, overwrite=force)
+                                 schema=schema, overwrite=force, license=license_id)
     _print_warnings(warnings, "MANIFEST.json counts them")
     _print_warnings(summary.coverage_warnings, "MANIFEST.json coverage lists them")
     console.print(describe_label_sources(summary.label_sources), highlight=False)

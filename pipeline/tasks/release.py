@@ -1,9 +1,11 @@
 """Freeze a release: task files, gold, benchmark.jsonl, statistics, figures, dataset card, MANIFEST.json.
 
 `freeze_release` renders every file from the gold sessions into a staging folder, then renames it into
-place. Nothing in a file depends on the time or the machine (beyond the matplotlib version, recorded), so
-the same inputs give byte-identical files. An existing release folder is never replaced with different
-content unless `overwrite=True`, and even then it is kept under superseded/ (pipeline.tasks.supersede).
+place. Nothing in a file depends on the time or the machine (beyond the matplotlib and polars versions,
+recorded), so the same inputs give byte-identical files. An existing release folder is never replaced with
+different content unless `overwrite=True`, and even then it is kept under superseded/
+(pipeline.tasks.supersede). Where the gold file was read from is not content: a release that differs only
+in `provenance.gold_source` (same gold sha256) is the same release, and is kept as it is.
 MANIFEST.json carries `manifest_sha256`, the hash of its own canonical content, so `rescue verify` also
 catches an edit to the manifest's fields.
 """
@@ -11,6 +13,7 @@ catches an edit to the manifest's fields.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import uuid
@@ -34,6 +37,7 @@ from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
+from pipeline.tasks.parquet_files import parquet_bytes, polars_version
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
     SCENARIOS,
@@ -49,6 +53,8 @@ MANIFEST = "MANIFEST.json"
 MANIFEST_HASH = "manifest_sha256"
 FORMAT = "rescue-release-1"
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_LICENSE = "other"   # the rebuilt data carries the source videos' licence, which the project does not own
+LICENSE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 DISTRIBUTION_AXES = {"er": "gold intensity", "vp": "gold viewpoints per instance", "rpp": "relation label",
                      "itp": "should the therapist speak next?", "stp": "kind of support target",
                      "ssp": "support strategy"}
@@ -68,6 +74,16 @@ class ReleaseProvenance(Record):
     models: tuple[ModelVersion, ...] = ()
     gold_source: str = Field("", description="e.g. build/gold/benchmark.jsonl or a published benchmark file")
     gold_sha256: str = ""
+
+
+def gold_source_label(project_root: Path, gold: Path) -> str:
+    """The gold file as the manifest names it, the same however the path was typed: relative to the project
+    root when inside it, else the file name only (an absolute path would tie the manifest to one machine)."""
+    resolved = gold.resolve()
+    try:
+        return resolved.relative_to(project_root.resolve()).as_posix()
+    except ValueError:
+        return resolved.name
 
 
 class ReleaseSummary(Record):
@@ -90,6 +106,7 @@ class ReleaseWriter:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.entries: dict[str, dict[str, Any]] = {}
+        self.json_columns: dict[str, list[str]] = {}
 
     def lines(self, path: str, lines: Iterable[str]) -> None:
         """A text file written line by line; `rows` = lines for .jsonl, data lines for .csv."""
@@ -105,11 +122,20 @@ class ReleaseWriter:
                 count += data.count(b"\n")
         self.entries[path] = {"path": path, "sha256": digest.hexdigest(), "bytes": size, "rows": _rows(path, count)}
 
-    def bytes(self, path: str, data: bytes) -> None:
+    def bytes(self, path: str, data: bytes, rows: int | None = None) -> None:
+        """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
         target = self.folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        self.entries[path] = file_entry(path, data)
+        entry = file_entry(path, data)
+        self.entries[path] = entry if rows is None else {**entry, "rows": rows}
+
+    def parquet(self, path: str, records: Sequence[dict[str, Any]]) -> None:
+        """The records as Parquet; remembers the columns that had to be stored as JSON text."""
+        data, json_columns = parquet_bytes(records, path)
+        self.bytes(path, data, rows=len(records))
+        if json_columns:
+            self.json_columns[path] = json_columns
 
     def manifest_files(self) -> list[dict[str, Any]]:
         return [self.entries[path] for path in sorted(self.entries)]
@@ -132,10 +158,16 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
     """Every data file of the release (all but README.md and MANIFEST.json); returns the statistics."""
     stats = statistics(build)
     ordered = sorted(sessions, key=lambda s: s.sample_id)
-    writer.lines("benchmark.jsonl", (dumps(s.model_dump(mode="json", exclude_unset=True)) + "\n" for s in ordered))
+    benchmark = [s.model_dump(mode="json", exclude_unset=True) for s in ordered]
+    writer.lines("benchmark.jsonl", (dumps(record) + "\n" for record in benchmark))
+    writer.parquet("benchmark.parquet", benchmark)
     for task in TASKS:
-        writer.lines(f"tasks/{task}.jsonl", context_lines(i.model_facing() for i in build.instances[task]))
-        writer.lines(f"gold/{task}.jsonl", (dumps(i.gold_record()) + "\n" for i in build.instances[task]))
+        facing = [i.model_facing() for i in build.instances[task]]
+        gold = [i.gold_record() for i in build.instances[task]]
+        writer.lines(f"tasks/{task}.jsonl", context_lines(facing))
+        writer.lines(f"gold/{task}.jsonl", (dumps(record) + "\n" for record in gold))
+        for path, records in ((f"tasks/{task}.parquet", facing), (f"gold/{task}.parquet", gold)):
+            writer.parquet(path, records)
     writer.bytes("stats/table3.md", table3_markdown(stats["table3"]).encode())
     writer.bytes("stats/table3.csv", table3_csv(stats["table3"]).encode())
     writer.bytes("stats/instances.md", instances_markdown(stats["instances"]).encode())
@@ -166,15 +198,16 @@ def _warning_kinds(warnings: Sequence[GoldProblem]) -> dict[str, int]:
 
 def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema, provenance: ReleaseProvenance,
                   sessions: Sequence[BenchmarkSession], warnings: Sequence[GoldProblem],
-                  stats: dict[str, Any], build: TaskBuild) -> dict[str, Any]:
+                  stats: dict[str, Any], build: TaskBuild, license: str = DEFAULT_LICENSE) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "release": version,
+        "license": license,
         "code_version": provenance.code_version,
         "schema": {"id": schema.id, "sha256": sha256_json(schema.model_dump(mode="json"))},
         "task_settings": settings.as_json(),
         "provenance": provenance.model_dump(mode="json"),
-        "tools": {"matplotlib": figures.matplotlib_version()},
+        "tools": {"matplotlib": figures.matplotlib_version(), "polars": polars_version()},
         "gold": {"sessions": len(sessions), "rows": sum(len(s.rows) for s in sessions),
                  "warnings": len(warnings), "warning_fields": _warning_kinds(warnings)},
         "instances": stats["instances"],
@@ -190,8 +223,8 @@ def manifest_bytes(content: dict[str, Any]) -> bytes:
 
 
 def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings,
-                  provenance: ReleaseProvenance, version: str, schema: AnnotationSchema
-                  ) -> tuple[bytes, TaskBuild, list[GoldProblem], int]:
+                  provenance: ReleaseProvenance, version: str, schema: AnnotationSchema,
+                  license: str = DEFAULT_LICENSE) -> tuple[bytes, TaskBuild, list[GoldProblem], int]:
     """Write the whole release into `folder`; returns the manifest's bytes, the build, the warnings, file count."""
     problems = check_sessions(gold_sessions, schema)
     raise_for_errors(problems, "gold sessions")
@@ -199,26 +232,47 @@ def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], setti
     build = build_tasks(gold_sessions, settings, schema)
     writer = ReleaseWriter(folder)
     stats = write_files(writer, build, gold_sessions)
-    core = manifest_core(version, settings, schema, provenance, gold_sessions, warnings, stats, build)
+    core = manifest_core(version, settings, schema, provenance, gold_sessions, warnings, stats, build, license)
+    core["parquet_json_columns"] = dict(sorted(writer.json_columns.items()))
     writer.bytes("README.md", dataset_card(version, stats, core).encode())
     manifest = manifest_bytes({**core, "files": writer.manifest_files()})
     (folder / MANIFEST).write_bytes(manifest)
     return manifest, build, warnings, len(writer.entries) + 1
 
 
+def _content(manifest: bytes) -> dict[str, Any] | None:
+    """A manifest without what does not make a release different: its own hash and the gold file's path."""
+    try:
+        data = json.loads(manifest)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("provenance"), dict):
+        return None
+    data.pop(MANIFEST_HASH, None)
+    data["provenance"].pop("gold_source", None)
+    return data
+
+
 def _holds(folder: Path, manifest: bytes) -> bool:
+    """`folder` is this release, intact: the same manifest, or one that differs only in the gold path."""
     from pipeline.tasks.verify import verify_release
 
     path = folder / MANIFEST
-    return path.is_file() and path.read_bytes() == manifest and verify_release(folder).ok
+    if not path.is_file():
+        return False
+    existing = path.read_bytes()
+    same = existing == manifest or (_content(existing) is not None and _content(existing) == _content(manifest))
+    return same and verify_release(folder).ok
 
 
 def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings, provenance: ReleaseProvenance,
-                   out_dir: Path, *, schema: AnnotationSchema | None = None, overwrite: bool = False) -> ReleaseSummary:
+                   out_dir: Path, *, schema: AnnotationSchema | None = None, overwrite: bool = False,
+                   license: str = DEFAULT_LICENSE) -> ReleaseSummary:
     """Build the six task files and the release folder `out_dir` (its name is the release version).
 
     Files are written into a temporary sibling folder, which takes the place of `out_dir` only when
-    complete; an existing release with the same manifest and intact files is kept as it is (`unchanged`).
+    complete; an existing release with the same manifest (but for the gold file's path) and intact files is
+    kept as it is (`unchanged`). `license` goes into the card's front matter and the manifest.
     A different existing release is refused, or with `overwrite` moved to superseded/ (never deleted).
     """
     version = out_dir.name
@@ -227,13 +281,17 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
                           "use letters, digits, '.', '_' or '-', e.g. build/release/v1")
     if not gold_sessions:
         raise RescueError("no gold sessions to freeze", "adjudicate annotations first, or pass a benchmark file")
+    if not LICENSE_PATTERN.match(license):
+        raise RescueError(f"licence {license!r} is not a licence identifier",
+                          "use a Hugging Face licence id such as other, cc-by-nc-4.0 or cc-by-4.0")
     schema = schema or load_schema(schema_path(settings, DEFAULT_TASK_SETTINGS))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staged = out_dir.with_name(f".{version}{TMP_MARK}{uuid.uuid4().hex[:8]}")
     unchanged, superseded = False, None
     try:
         staged.mkdir()
-        manifest, build, warnings, count = write_release(staged, gold_sessions, settings, provenance, version, schema)
+        manifest, build, warnings, count = write_release(staged, gold_sessions, settings, provenance, version, schema,
+                                                         license)
         if out_dir.exists() and _holds(out_dir, manifest):
             unchanged = True
         elif out_dir.exists() and not overwrite:

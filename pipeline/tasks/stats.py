@@ -26,7 +26,10 @@ TABLE3_ROWS = (
 )
 
 
-def _table3_column(views: Sequence[SessionView]) -> dict[str, float | int]:
+Cell = float | int | None   # None: an average or share over no sessions ("n/a", JSON null, empty CSV cell)
+
+
+def _table3_column(views: Sequence[SessionView]) -> dict[str, Cell]:
     samples = len(views)
     # The benchmark file has no duration field: a session lasts until its last row ends (spec section 1).
     minutes = sum(max((r.end_time for r in v.rows), default=0.0) for v in views) / 60
@@ -37,14 +40,14 @@ def _table3_column(views: Sequence[SessionView]) -> dict[str, float | int]:
         "samples": samples,
         "total_minutes": fixed(minutes, 1),
         "total_rows": rows,
-        "avg_minutes": fixed(minutes / samples, 2) if samples else 0.0,
-        "avg_rows": fixed(rows / samples, 2) if samples else 0.0,
-        "avg_speakers": fixed(speakers / samples, 2) if samples else 0.0,
-        "therapist_share": fixed(therapist_rows / rows, 3) if rows else 0.0,
+        "avg_minutes": fixed(minutes / samples, 2) if samples else None,
+        "avg_rows": fixed(rows / samples, 2) if samples else None,
+        "avg_speakers": fixed(speakers / samples, 2) if samples else None,
+        "therapist_share": fixed(therapist_rows / rows, 3) if rows else None,
     }
 
 
-def table3(views: Sequence[SessionView]) -> dict[str, dict[str, float | int]]:
+def table3(views: Sequence[SessionView]) -> dict[str, dict[str, Cell]]:
     """Per scenario and overall: sessions, minutes, rows, averages, speakers, therapist share."""
     columns = {s: _table3_column([v for v in views if v.scenario == s]) for s in SCENARIOS}
     columns["all"] = _table3_column(views)
@@ -144,7 +147,9 @@ def statistics(build: TaskBuild) -> dict[str, Any]:
             "dropped": build.dropped}
 
 
-def _cell(key: str, value: float | int) -> str:
+def _cell(key: str, value: Cell) -> str:
+    if value is None:
+        return "n/a"
     if key == "therapist_share":
         return f"{value * 100:.1f}%"
     if key == "total_minutes":
@@ -152,17 +157,19 @@ def _cell(key: str, value: float | int) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:.2f}"
 
 
-def table3_markdown(table: dict[str, dict[str, float | int]]) -> str:
+def table3_markdown(table: dict[str, dict[str, Cell]]) -> str:
     lines = ["| Statistic | Couple | Family | All |", "|---|---:|---:|---:|"]
     for key, title in TABLE3_ROWS:
         lines.append(f"| {title} | " + " | ".join(_cell(key, table[s][key]) for s in (*SCENARIOS, "all")) + " |")
     return "\n".join(lines) + "\n"
 
 
-def table3_csv(table: dict[str, dict[str, float | int]]) -> str:
+def table3_csv(table: dict[str, dict[str, Cell]]) -> str:
+    """Missing values (no sessions) are empty cells, which CSV readers take as missing."""
     lines = ["statistic,couple,family,all"]
     for key, _title in TABLE3_ROWS:
-        lines.append(",".join([key, *(repr(table[s][key]) for s in (*SCENARIOS, "all"))]))
+        cells = ("" if table[s][key] is None else repr(table[s][key]) for s in (*SCENARIOS, "all"))
+        lines.append(",".join([key, *cells]))
     return "\n".join(lines) + "\n"
 
 
