@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.cli_lock import writer
 from pipeline.project import Project
 
 console = Console(soft_wrap=True)
@@ -32,25 +33,37 @@ def labelstudio_group() -> None:
 
 @labelstudio_group.command("up")
 @click.pass_context
+@writer
 def up(ctx: click.Context) -> None:
     """Start the server on a free local port and wait until it is healthy (first start: ~70 s)."""
     from pipeline.annotate import server
 
+    from pipeline.annotate.server_owner import read_owner, record_owner
+
     project = _project(ctx)
     paths = server.ServerPaths.of(project)
+    before = server.running(paths)
+    owner = read_owner(paths, before)
     with err_console.status("starting Label Studio (the first start migrates its database, ~70 s)..."):
         state = server.start_project_server(project, _settings(project))
+    if before is None or (owner is not None and owner.orphaned):  # ours now, left running on purpose
+        record_owner(paths, state, "rescue labelstudio up", stops_when_done=False)
     console.print(f"Label Studio runs at {state.url} (pid {state.pid}); log in as {server.ADMIN_EMAIL}, "
                   f"password and API token in {project.rel_or_abs(paths.admin)} (mode 600)", highlight=False)
 
 
 @labelstudio_group.command("down")
 @click.pass_context
+@writer
 def down(ctx: click.Context) -> None:
     """Stop the embedded server (its database stays in build/labelstudio/data/)."""
     from pipeline.annotate import server
 
-    stopped = server.stop(server.ServerPaths.of(_project(ctx)))
+    from pipeline.annotate.server_owner import forget_owner
+
+    paths = server.ServerPaths.of(_project(ctx))
+    stopped = server.stop(paths)
+    forget_owner(paths)
     console.print("Label Studio stopped" if stopped else "Label Studio was not running")
 
 
@@ -73,7 +86,10 @@ def status(ctx: click.Context) -> None:
         console.print(f"embedded server: not running (data in {project.rel_or_abs(paths.data)}); "
                       "start it with `rescue labelstudio up`", highlight=False)
         return
-    console.print(f"embedded server: running at {state.url}, pid {state.pid}, since {state.started_at}; "
+    from pipeline.annotate.server_owner import server_report
+
+    report = server_report(paths)
+    console.print(f"{report['message'] if report else f'embedded server at {state.url}'}; "
                   f"log {project.rel_or_abs(paths.log)}", highlight=False)
 
 
@@ -85,6 +101,7 @@ def annotators_group() -> None:
 @annotators_group.command("add")
 @click.argument("emails", nargs=-1, required=True)
 @click.pass_context
+@writer
 def annotators_add(ctx: click.Context, emails: tuple[str, ...]) -> None:
     """Create accounts for EMAILS; generated passwords go to build/labelstudio/annotators.json (mode 600)."""
     from pipeline.annotate.accounts import add_annotators, passwords_file
@@ -112,6 +129,7 @@ def annotators_list(ctx: click.Context) -> None:
 @click.option("--full-check", is_flag=True,
               help="List every task on the server instead of trusting the local copy of the last listing.")
 @click.pass_context
+@writer
 def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> None:
     """Import transcript rows as Label Studio tasks (only rows without a task; one project per scenario)."""
     from pipeline.annotate.push import push_rows
@@ -143,6 +161,7 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
 
 @click.command("pull")
 @click.pass_context
+@writer
 def pull(ctx: click.Context) -> None:
     """Export the annotations, store them as a new snapshot and parse them into validated records."""
     from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations

@@ -53,8 +53,11 @@ class ServerSession:
         of its group is gone, so the database files are final when the build records their stamp."""
         if not self.started_here:
             return False
+        from pipeline.annotate.server_owner import forget_owner
+
         state = server.read_state(self.paths)
         stopped = server.stop(self.paths)
+        forget_owner(self.paths)
         deadline = time.monotonic() + 15
         while state is not None and time.monotonic() < deadline:
             try:
@@ -93,8 +96,25 @@ def open_server(project: Project, settings: AnnotateSettings) -> ServerSession:
         except RescueError as exc:
             raise RescueError(f"Label Studio: {exc.message}", f"{exc.fix}; {NO_SERVER_FIX}") from exc
     assert state is not None
-    how = f"embedded server {state.url}" + (" (started for this build)" if started else " (already running)")
-    return ServerSession(server.connect(project, paths), started, paths, how)
+    how, stop_at_end = _claim_server(paths, state, started)
+    return ServerSession(server.connect(project, paths), stop_at_end, paths, how)
+
+
+def _claim_server(paths: server.ServerPaths, state: server.ServerState, started: bool) -> tuple[str, bool]:
+    """Record this build as the server's owner when it started it, or when the build that started it is
+    gone (killed): then this build stops it at its end. Returns how the server was found, and whether to stop it."""
+    from pipeline.annotate.server_owner import read_owner, record_owner
+
+    where = f"embedded server {state.url}"
+    if started:
+        record_owner(paths, state, "rescue build", stops_when_done=True)
+        return f"{where} (started for this build)", True
+    owner = read_owner(paths, state)
+    if owner is not None and owner.orphaned:
+        record_owner(paths, state, "rescue build", stops_when_done=True)
+        return (f"{where} (left running by `{owner.command}`, pid {owner.starter_pid}, which is gone: "
+                "taken over, stopped at the end of this build)"), True
+    return f"{where} (already running" + (f", {owner.describe()})" if owner else ")"), False
 
 
 # -- exports and their digest ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.cli_lock import writer
 from pipeline.errors import RescueError
 from pipeline.project import Project
 
@@ -65,6 +66,7 @@ def _model(value: str) -> dict[str, str]:
 @click.option("--snapshot", "snapshots", multiple=True, help="Annotation snapshot id the gold came from (repeat).")
 @click.option("--model", "models", multiple=True, help="ROLE:NAME:VERSION of a model used upstream (repeat).")
 @click.pass_context
+@writer
 def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path | None, settings_path: Path | None,
            strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...]) -> None:
     """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""
