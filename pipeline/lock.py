@@ -5,8 +5,8 @@ Every command that writes under build/ or to the annotation server holds the loc
 functions that take it (`run_stage`, `build_corpus`) run inside a command that already holds it.
 While the lock is held no other writer can be running, so every temp name under build/ is debris of a
 killed run: the first acquisition in a process sweeps it (server-owned data and the tests' cache
-excepted). The holder (pid, command, start) is written into the lock file, so a refused writer can
-say who is writing.
+excepted). The holder (pid, command, start) is written into the lock file while it holds it, so a
+refused writer can say who is writing.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from pipeline.errors import RescueError
+from pipeline.processes import process_alive, process_start_ticks
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.store import OLD_MARK, TMP_MARK, remove_path, restore_or_remove_old
@@ -47,36 +48,6 @@ class _Held:
 
 
 _held: dict[Path, _Held] = {}  # lock files this process holds, for re-entrant acquisition
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """When `pid` started (clock ticks since boot, Linux /proc), or None if no such process.
-
-    A pid alone can be recycled; pid plus start time names one process for good."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    try:
-        return int(stat.rsplit(")", 1)[1].split()[19])  # field 22; the command name may contain spaces
-    except (IndexError, ValueError):
-        return None
-
-
-def process_alive(pid: int, started_ticks: int = 0) -> bool:
-    """Whether `pid` runs and, when `started_ticks` is known, is still the same process."""
-    if pid <= 0:
-        return False
-    ticks = process_start_ticks(pid)
-    if ticks is None:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return not started_ticks or ticks == started_ticks
 
 
 def current_command() -> str:
@@ -143,6 +114,7 @@ def build_lock(project: Project, command: str | None = None) -> Iterator[None]:
             yield
         finally:
             del _held[path]
+            handle.truncate(0)  # an idle build/ stays byte-identical from run to run
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pipeline.annotate import server
-from pipeline.lock import process_alive, process_start_ticks
+from pipeline.processes import process_alive, process_start_ticks
 from pipeline.records import Record
 from pipeline.store import write_text_atomic
 

@@ -14,7 +14,6 @@ cannot be compared byte for byte: they carry relative times ("created_ago": "3 m
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from pipeline.annotate import server
 from pipeline.annotate.labelstudio import Client, Connection
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
+from pipeline.processes import group_alive
 from pipeline.project import Project
 from pipeline.schema import SCENARIOS, AnnotationSchema
 from pipeline.store import sha256_json
@@ -59,11 +59,7 @@ class ServerSession:
         stopped = server.stop(self.paths)
         forget_owner(self.paths)
         deadline = time.monotonic() + 15
-        while state is not None and time.monotonic() < deadline:
-            try:
-                os.killpg(state.pid, 0)
-            except (ProcessLookupError, PermissionError):
-                break
+        while state is not None and group_alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         return stopped
 
