@@ -155,20 +155,20 @@ def shared_videos(entries: Iterable[CatalogEntry], session_id: str | None = None
     """Warnings for sessions whose spans of the same video (same file or same sha256) overlap: their rows
     would be annotated twice and count twice in the benchmark. Distinct clips of one long video are fine.
     With `session_id`, only the warnings that concern that session."""
-    entries = sorted(entries, key=lambda e: e.session_id)
+    by_content: dict[str, list[CatalogEntry]] = {}
+    for entry in sorted(entries, key=lambda e: e.session_id):
+        by_content.setdefault(entry.sha256, []).append(entry)  # the same file has the same sha256
     warnings = []
-    for i, first in enumerate(entries):
-        for second in entries[i + 1:]:
-            if session_id is not None and session_id not in {first.session_id, second.session_id}:
-                continue
-            if first.video == second.video:
-                videos = first.video
-            elif first.sha256 == second.sha256:
-                videos = f"{first.video} and {second.video} have the same sha256"
-            else:
-                continue
-            (a0, a1), (b0, b1) = _span(first), _span(second)
-            if a0 < b1 and b0 < a1:
+    for group in by_content.values():
+        for i, first in enumerate(group):
+            for second in group[i + 1:]:
+                if session_id is not None and session_id not in {first.session_id, second.session_id}:
+                    continue
+                (a0, a1), (b0, b1) = _span(first), _span(second)
+                if not (a0 < b1 and b0 < a1):
+                    continue
+                videos = first.video if first.video == second.video else \
+                    f"{first.video} and {second.video} have the same sha256"
                 warnings.append(f"sessions {first.session_id} and {second.session_id} show the same video "
                                 f"({videos}) over overlapping spans: the same speech would be annotated twice; "
                                 "remove one of them from the catalog, or give them distinct clip spans")

@@ -16,14 +16,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from pipeline.annotate import server
-from pipeline.annotate.server_owner import ServerOwner, owner_path
+from pipeline.annotate.server_owner import ServerOwner, owner_path, stop_strays, stray_servers
 from pipeline.cli import main
 from pipeline.processes import process_alive
 from pipeline.project import Project
@@ -48,6 +48,7 @@ def corpus(built_samples: Project, labelstudio_template: Path, tmp_path_factory:
         yield project
     finally:
         server.stop(paths)  # the builds stop their servers; this is for failed tests
+        stop_strays(paths)
 
 
 def rescue(project: Project, *args: str) -> tuple[int, str, str]:
@@ -55,30 +56,46 @@ def rescue(project: Project, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def kill_build_once_its_server_runs(project: Project) -> tuple[int, server.ServerState]:
-    """Start a real `rescue build`; SIGKILL it as soon as it has started its server. Returns its pid and the server."""
-    paths = server.ServerPaths.of(project)
+def kill_build_when(project: Project, ready: Callable[[], bool]) -> int:
+    """Start a real `rescue build`; SIGKILL it as soon as `ready()`. Returns its pid."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABEL_STUDIO_")}
     build = subprocess.Popen([sys.executable, "-m", "pipeline", "--root", str(project.root), "build"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state = None
+    seen = False
     try:
         deadline = time.monotonic() + 300
-        while build.poll() is None and time.monotonic() < deadline:
-            state = server.read_state(paths)
-            if state is not None and owner_path(paths).is_file():
-                break
-            time.sleep(0.05)
+        while build.poll() is None and time.monotonic() < deadline and not seen:
+            seen = ready()
+            time.sleep(0.02)
     finally:
         build.send_signal(signal.SIGKILL)
         build.wait()
-    assert state is not None, "the build never started its server"
-    return build.pid, state
+    assert seen, "the build never reached the point where it was to be killed"
+    return build.pid
+
+
+def test_a_build_killed_while_its_server_starts_leaves_no_unreported_server(corpus: Project) -> None:
+    paths = server.ServerPaths.of(corpus)
+    kill_build_when(corpus, lambda: bool(stray_servers(paths)) and not paths.state.exists())
+    (group,) = stray_servers(paths)
+    assert process_alive(group) and server.read_state(paths) is None  # running, but never recorded
+
+    code, out, _ = rescue(corpus, "status")
+    assert code == 0
+    assert f"a Label Studio server (process group {group}) runs on {paths.data} without a record" in out
+    assert json.loads(rescue(corpus, "status", "--json")[1])["labelstudio"]["orphaned"] is True
+    assert rescue(corpus, "labelstudio", "down")[0] == 0  # down stops it, too
+    assert not process_alive(group) and stray_servers(paths) == []
 
 
 def test_a_killed_build_leaves_its_server_reported_and_the_next_build_stops_it(corpus: Project) -> None:
     paths = server.ServerPaths.of(corpus)
-    build_pid, state = kill_build_once_its_server_runs(corpus)
+    kill_build_when(corpus, lambda: bool(stray_servers(paths)) and not paths.state.exists())
+    (interrupted,) = stray_servers(paths)
+    build_pid = kill_build_when(corpus, lambda: owner_path(paths).is_file() and paths.state.exists())
+    state = server.read_state(paths)
+    assert state is not None
+    assert not process_alive(interrupted)  # the second build stopped the first one's unrecorded server
     assert server.running(paths) == state  # the orphan: it outlived the build that started it
     owner = ServerOwner.model_validate_json(owner_path(paths).read_text())
     assert (owner.server_pid, owner.starter_pid, owner.command) == (state.pid, build_pid, "rescue build")

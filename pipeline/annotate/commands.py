@@ -37,11 +37,11 @@ def labelstudio_group() -> None:
 def up(ctx: click.Context) -> None:
     """Start the server on a free local port and wait until it is healthy (first start: ~70 s)."""
     from pipeline.annotate import server
-
-    from pipeline.annotate.server_owner import read_owner, record_owner
+    from pipeline.annotate.server_owner import read_owner, record_owner, stop_strays
 
     project = _project(ctx)
     paths = server.ServerPaths.of(project)
+    stop_strays(paths)  # a server whose start was interrupted would share the database with the new one
     before = server.running(paths)
     owner = read_owner(paths, before)
     with err_console.status("starting Label Studio (the first start migrates its database, ~70 s)..."):
@@ -58,11 +58,10 @@ def up(ctx: click.Context) -> None:
 def down(ctx: click.Context) -> None:
     """Stop the embedded server (its database stays in build/labelstudio/data/)."""
     from pipeline.annotate import server
-
-    from pipeline.annotate.server_owner import forget_owner
+    from pipeline.annotate.server_owner import forget_owner, stop_strays
 
     paths = server.ServerPaths.of(_project(ctx))
-    stopped = server.stop(paths)
+    stopped = server.stop(paths) | bool(stop_strays(paths))
     forget_owner(paths)
     console.print("Label Studio stopped" if stopped else "Label Studio was not running")
 
@@ -73,6 +72,7 @@ def status(ctx: click.Context) -> None:
     """Say which server push and pull would use, and whether it answers."""
     from pipeline.annotate import server
     from pipeline.annotate.labelstudio import Client
+    from pipeline.annotate.server_owner import server_report
 
     project = _project(ctx)
     external = server.external_connection()
@@ -81,16 +81,12 @@ def status(ctx: click.Context) -> None:
         console.print(f"external server {external.url} (LABEL_STUDIO_URL), token of {email}", highlight=False)
         return
     paths = server.ServerPaths.of(project)
-    state = server.running(paths)
-    if state is None:
+    report = server_report(paths)  # the recorded server, or one whose start was interrupted
+    if report is None:
         console.print(f"embedded server: not running (data in {project.rel_or_abs(paths.data)}); "
                       "start it with `rescue labelstudio up`", highlight=False)
         return
-    from pipeline.annotate.server_owner import server_report
-
-    report = server_report(paths)
-    console.print(f"{report['message'] if report else f'embedded server at {state.url}'}; "
-                  f"log {project.rel_or_abs(paths.log)}", highlight=False)
+    console.print(f"{report['message']}; log {project.rel_or_abs(paths.log)}", highlight=False)
 
 
 @click.group("annotators")

@@ -4,20 +4,23 @@
 and start time, so a recycled pid is not mistaken for it), when, and whether that command stops it
 when done (`rescue build`) or leaves it running on purpose (`rescue labelstudio up`). A server whose
 starter meant to stop it but is gone (a build killed with SIGKILL) is an orphan: `rescue status` says
-so, and the next build takes it over and stops it at its end.
+so, and the next build takes it over and stops it at its end. A server whose starter was killed before
+it answered (so it was never recorded) is found by its data folder and stopped before a new one starts.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from pipeline.annotate import server
-from pipeline.processes import process_alive, process_start_ticks
+from pipeline.processes import group_alive, process_alive, process_start_ticks
 from pipeline.records import Record
 from pipeline.store import write_text_atomic
 
@@ -77,11 +80,61 @@ def forget_owner(paths: server.ServerPaths) -> None:
     owner_path(paths).unlink(missing_ok=True)
 
 
+def stray_servers(paths: server.ServerPaths) -> list[int]:
+    """Process groups of `label-studio` processes serving this data folder other than the recorded, healthy
+    server: a server whose starter was killed before it answered /health (so it was never recorded)."""
+    recorded = server.running(paths)
+    want = f"LABEL_STUDIO_BASE_DATA_DIR={paths.data}".encode()
+    groups = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"label-studio" not in (entry / "cmdline").read_bytes():
+                continue
+            if want not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            group = os.getpgid(int(entry.name))
+        except OSError:  # gone meanwhile, or another user's process
+            continue
+        if process_alive(int(entry.name)) and (recorded is None or group != recorded.pid):
+            groups.add(group)
+    return sorted(groups)
+
+
+def stop_strays(paths: server.ServerPaths) -> list[int]:
+    """Stop every stray server of this data folder (call while holding the build lock). Returns their groups."""
+    strays = stray_servers(paths)
+    for group in strays:
+        _stop_group(group)
+    return strays
+
+
+def _stop_group(group: int, grace: float = 15.0) -> None:
+    """SIGTERM the process group (Label Studio stops in under 2 s), SIGKILL what is left after `grace`."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while group_alive(group) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not group_alive(group):
+            return
+
+
 def server_report(paths: server.ServerPaths) -> dict[str, object] | None:
     """For `rescue status`: the embedded server if one runs (url, pid, since, who started it, orphan or not)."""
     state = server.running(paths)
     if state is None:
-        return None
+        strays = stray_servers(paths)
+        if not strays:
+            return None
+        return {"url": None, "pid": strays[0], "since": None, "started_by": None, "orphaned": True,
+                "message": f"a Label Studio server (process group {', '.join(map(str, strays))}) runs on "
+                           f"{paths.data} without a record (its start was interrupted); the next `rescue build` "
+                           "or `rescue labelstudio up|down` stops it"}
     owner = read_owner(paths, state)
     return {"url": state.url, "pid": state.pid, "since": state.started_at,
             "started_by": owner.model_dump(mode="json") | {"alive": owner.starter_alive} if owner else None,

@@ -84,6 +84,9 @@ def open_server(project: Project, settings: AnnotateSettings) -> ServerSession:
     external = server.external_connection()
     if external is not None:
         return ServerSession(external, False, paths, f"external server {external.url} (LABEL_STUDIO_URL)")
+    from pipeline.annotate.server_owner import stop_strays
+
+    stop_strays(paths)  # a server whose start was interrupted, never recorded: it would share the database
     state = server.running(paths)
     started = state is None
     if started:
