@@ -17,10 +17,8 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
 
 from pipeline.errors import RescueError
 from pipeline.processes import process_alive, process_start_ticks
@@ -41,13 +39,7 @@ class LockHolder(Record):
     started_ticks: int = 0
 
 
-@dataclass
-class _Held:
-    handle: IO[str]
-    depth: int
-
-
-_held: dict[Path, _Held] = {}  # lock files this process holds, for re-entrant acquisition
+_held: set[Path] = set()  # lock files this process holds, for re-entrant acquisition
 
 
 def current_command() -> str:
@@ -87,13 +79,8 @@ def _refusal(project: Project) -> RescueError:
 def build_lock(project: Project, command: str | None = None) -> Iterator[None]:
     """Hold build/.lock for the block; refuse at once, naming the holder, when another process holds it."""
     path = project.build / LOCK_NAME
-    held = _held.get(path)
-    if held is not None:
-        held.depth += 1
-        try:
-            yield
-        finally:
-            held.depth -= 1
+    if path in _held:  # this process holds it already (a command's lock, then a library function's)
+        yield
         return
     project.build.mkdir(parents=True, exist_ok=True)
     with path.open("a+", encoding="utf-8") as handle:
@@ -101,7 +88,7 @@ def build_lock(project: Project, command: str | None = None) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             raise _refusal(project) from exc
-        _held[path] = _Held(handle, 1)
+        _held.add(path)
         try:
             pid = os.getpid()
             holder = LockHolder(pid=pid, command=command or current_command(), started_ticks=process_start_ticks(pid)
@@ -113,13 +100,9 @@ def build_lock(project: Project, command: str | None = None) -> Iterator[None]:
             sweep_debris(project)
             yield
         finally:
-            del _held[path]
+            _held.discard(path)
             handle.truncate(0)  # an idle build/ stays byte-identical from run to run
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def holds_lock(project: Project) -> bool:
-    return (project.build / LOCK_NAME) in _held
 
 
 def _is_debris(name: str) -> bool:
