@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 import click
 
-from pipeline.lock import build_lock, current_command
 from pipeline.project import Project
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -20,6 +19,8 @@ def writer(command: F) -> F:
 
     @functools.wraps(command)
     def locked(*args: Any, **kwargs: Any) -> Any:
+        from pipeline.lock import build_lock, current_command  # imported here: `rescue --help` stays fast
+
         ctx = click.get_current_context()
         project = Project.at((ctx.find_root().obj or {}).get("root"))
         with build_lock(project, current_command()):
