@@ -155,6 +155,34 @@ def load_catalog(project: Project) -> list[Located]:
     return [seen[key] for key in sorted(seen)]
 
 
+def _span(entry: CatalogEntry) -> tuple[float, float]:
+    return (entry.clip_start or 0.0, entry.clip_end if entry.clip_end is not None else float("inf"))
+
+
+def shared_videos(entries: Iterable[CatalogEntry], session_id: str | None = None) -> list[str]:
+    """Warnings for sessions whose spans of the same video (same file or same sha256) overlap: their rows
+    would be annotated twice and count twice in the benchmark. Distinct clips of one long video are fine.
+    With `session_id`, only the warnings that concern that session."""
+    by_content: dict[str, list[CatalogEntry]] = {}
+    for entry in sorted(entries, key=lambda e: e.session_id):
+        by_content.setdefault(entry.sha256, []).append(entry)  # the same file has the same sha256
+    warnings = []
+    for group in by_content.values():
+        for i, first in enumerate(group):
+            for second in group[i + 1:]:
+                if session_id is not None and session_id not in {first.session_id, second.session_id}:
+                    continue
+                (a0, a1), (b0, b1) = _span(first), _span(second)
+                if not (a0 < b1 and b0 < a1):
+                    continue
+                videos = first.video if first.video == second.video else \
+                    f"{first.video} and {second.video} have the same sha256"
+                warnings.append(f"sessions {first.session_id} and {second.session_id} show the same video "
+                                f"({videos}) over overlapping spans: the same speech would be annotated twice; "
+                                "remove one of them from the catalog, or give them distinct clip spans")
+    return warnings
+
+
 def render_catalog(project: Project, csv_path: Path, entries: Iterable[CatalogEntry],
                    columns: tuple[str, ...] | None = None) -> str:
     """CSV text for `entries`, media paths written relative to the CSV's folder. Columns: the given ones, else

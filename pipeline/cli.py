@@ -13,7 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pipeline import __version__
-from pipeline.errors import RescueError
+from pipeline.cli_lock import writer
+from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 
 # soft_wrap: long paths and messages stay on one line when piped or logged.
@@ -27,12 +28,14 @@ class RescueGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except RescueError as exc:
-            if (ctx.obj or {}).get("debug"):
+        except (RescueError, OSError) as exc:
+            # An OSError that names its file (a read-only or full build area) is the user's to fix, too.
+            error = exc if isinstance(exc, RescueError) else os_error_message(exc)
+            if error is None or (ctx.obj or {}).get("debug"):
                 raise
-            err_console.print(f"[bold red]error:[/] {exc.message}", highlight=False)
-            if exc.fix:
-                err_console.print(f"  [bold]fix:[/] {exc.fix}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
+            if error.fix:
+                err_console.print(f"  [bold]fix:[/] {error.fix}", highlight=False)
             sys.exit(1)
 
 
@@ -99,6 +102,7 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
 @click.option("--no-annotation", is_flag=True,
               help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
 @click.pass_context
+@writer
 def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annotation: bool) -> None:
     """Run every stage that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
     transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze."""
@@ -121,6 +125,7 @@ def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annota
 @click.argument("session_ids", nargs=-1)
 @_jobs
 @click.pass_context
+@writer
 def ingest(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
     """Validate, hash and probe source videos; extract 16 kHz mono WAV, keyframes and clips."""
     if _run_stages(_project(ctx), ["ingest"], session_ids, jobs):
@@ -141,9 +146,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
     from pipeline.corpus.state import corpus_status  # corpus steps of `rescue build` (pipeline/corpus)
 
     corpus = corpus_status(context.project)
+    from pipeline.annotate.server import ServerPaths
+    from pipeline.annotate.server_owner import server_report
+    from pipeline.catalog import shared_videos
+
+    labelstudio = server_report(ServerPaths.of(context.project))
+    reused = shared_videos(context.catalog)
     if as_json:
         click.echo(json.dumps({"sessions": [row.model_dump() for row in rows],
-                               "not_in_catalog": kept, "corpus": corpus}, indent=2))
+                               "not_in_catalog": kept, "corpus": corpus, "labelstudio": labelstudio,
+                               "shared_videos": reused}, indent=2))
         return
     table = Table(title=f"{len(context.catalog)} session(s) in the catalog")
     table.add_column("session")
@@ -168,6 +180,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for c in corpus:
             if c["error"]:
                 console.print(f"  {c['step']}: {c['error']}", highlight=False)
+    if labelstudio:
+        colour = "yellow" if labelstudio["orphaned"] else "green"
+        console.print(f"[{colour}]{labelstudio['message']}[/]", highlight=False)
+    for warning in reused:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
 @main.command()
@@ -219,6 +236,10 @@ def add_session(ctx: click.Context, video: Path, session_id: str, scenario: str,
     )
     console.print(f"added {entry.session_id} ({entry.video}, sha256 {entry.sha256[:12]}…); "
                   "run `rescue build` to process it", highlight=False)
+    from pipeline.catalog import load_catalog, shared_videos
+
+    for warning in shared_videos((item.entry for item in load_catalog(project)), entry.session_id):
+        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
 
 from pipeline.tasks.commands import compare_released, evaluate, freeze, verify  # noqa: E402  (task family)

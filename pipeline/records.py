@@ -7,6 +7,7 @@ or shared between machines.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_serializer, model_validator
@@ -32,6 +33,33 @@ def check_session_id(value: str) -> str:
 
 
 SessionId = Annotated[str, AfterValidator(check_session_id)]
+
+PARTICIPANT_NAME_RULE = (
+    "a participant name is one name on one line: no ';' (it separates names in the catalog), no '<' or '>', "
+    "no control characters, no leading, trailing or doubled spaces, and not a reserved label ("
+    + ", ".join(sorted(RESERVED_NAMES)) + ") in any case")
+
+
+def participant_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a participant (it becomes a label in Label Studio, the reports and the release)."""
+    if not name.strip():
+        return "it is empty"
+    if ";" in name:
+        return "it contains ';': give each participant separately"
+    if any(ch in name for ch in "<>"):
+        return "it contains '<' or '>' (markup)"
+    if any(unicodedata.category(ch) in {"Cc", "Zl", "Zp"} for ch in name):
+        return "it contains a line break or another control character"
+    if name != name.strip():
+        return "it starts or ends with a space"
+    if re.search(r"\s{2,}", name) or re.search(r"[^\S ]", name):
+        return "it contains doubled spaces or a tab-like space"
+    reserved = {label.casefold(): label for label in RESERVED_NAMES}.get(name.casefold())
+    if reserved:
+        return f"{reserved} is a reserved label, not a participant name"
+    return None
+
+
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
@@ -66,14 +94,13 @@ class CatalogEntry(Record):
 
     @model_validator(mode="after")
     def _check(self) -> CatalogEntry:
-        names = [p.strip() for p in self.participants]
-        if any(not n for n in names):
-            raise ValueError("participant names must not be empty")
-        if len(set(names)) != len(names):
+        names = list(self.participants)
+        for name in names:
+            problem = participant_name_problem(name)
+            if problem:
+                raise ValueError(f"participant name {name!r} is not allowed: {problem} (rule: {PARTICIPANT_NAME_RULE})")
+        if len({n.casefold() for n in names}) != len(names):
             raise ValueError(f"participant names repeat: {', '.join(names)}")
-        reserved = RESERVED_NAMES.intersection(names)
-        if reserved:
-            raise ValueError(f"{', '.join(sorted(reserved))} is a reserved label, not a participant name")
         if (self.clip_start is None) != (self.clip_end is None):
             raise ValueError("give both clip_start and clip_end, or neither")
         if self.clip_start is not None and self.clip_end is not None and self.clip_end <= self.clip_start:

@@ -3,10 +3,8 @@ atomically (optionally in a process pool), record each outcome, and rebuild the 
 
 from __future__ import annotations
 
-import fcntl
 import traceback
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +12,8 @@ from typing import Literal
 
 from pipeline import __version__
 from pipeline.catalog import load_catalog
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, os_error_message
+from pipeline.lock import build_lock
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
 from pipeline.settings import Settings, load_settings
@@ -69,22 +68,6 @@ class Context:
             raise RescueError(f"unknown session id(s): {', '.join(unknown)}",
                               "run `rescue status` to list the catalog's sessions")
         return [known[sid] for sid in wanted] if wanted else list(self.catalog)
-
-
-@contextmanager
-def build_lock(project: Project) -> Iterator[None]:
-    """One writer per build folder: a second `rescue` run would sweep the first one's temp files."""
-    project.build.mkdir(parents=True, exist_ok=True)
-    with (project.build / ".lock").open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise RescueError(f"another rescue command is writing to {project.build}",
-                              "wait for it to finish (or stop it), then run this again") from exc
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def state_path(project: Project, stage: Stage, session_id: str) -> Path:
@@ -166,6 +149,10 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -
         run = StageRun(status="done", outputs=describe_outputs(root, final), inputs=inputs, **common)
     except RescueError as exc:
         run = StageRun(status="failed", error=str(exc), **common)
+    except OSError as exc:  # a read-only or full build area names the path and the fix; others are bugs
+        known = os_error_message(exc)
+        run = StageRun(status="failed", error=str(known) if known else f"internal error: {exc!r}",
+                       detail=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
         run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
     write_record_atomic(state_path(project, stage, entry.session_id), run)

@@ -113,16 +113,30 @@ def sweep_leftovers(base: Path) -> list[Path]:
         if not name.startswith(".") or not path.exists():
             continue
         if TMP_MARK in name:
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
+            remove_path(path)
             touched.append(path)
         elif OLD_MARK in name:
-            final = path.with_name(name[1 : name.index(OLD_MARK)])
-            if final.exists():
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-            else:
-                os.replace(path, final)
+            restore_or_remove_old(path)
             touched.append(path)
     return touched
+
+
+def remove_path(path: Path) -> None:
+    """Remove a file, link or folder tree (a folder is not followed through a symlink)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def restore_or_remove_old(path: Path) -> None:
+    """An `.<name>.old-*` left by a killed `atomic_dir`: put it back when `<name>` never arrived, else drop it."""
+    name = path.name
+    final = path.with_name(name[1 : name.index(OLD_MARK)])
+    if final.exists():
+        remove_path(path)
+    else:
+        os.replace(path, final)
 
 
 class OutputFile(Record):

@@ -17,7 +17,7 @@ from pipeline.agreement.gold import run_gold
 from pipeline.agreement.inputs import load_snapshot, write_annotations
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.agreement.synthetic import make_annotations, make_sessions
-from pipeline.annotate.pull import PullSummary, ScenarioPull
+from pipeline.annotate.pull import ProjectPull, PullSummary
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.schema import load_schema
@@ -43,8 +43,9 @@ def pulled_snapshot(project: Project, *, with_hash: bool = True) -> Path:
     count = write_annotations(path, make_annotations(schema, sessions, ANNOTATORS, agreement=1.0, snapshot=SNAPSHOT))
     summary = PullSummary(
         snapshot=SNAPSHOT, folder=f"build/annotations/{SNAPSHOT}", schema_version=schema.id, source="a test",
-        scenarios=(ScenarioPull(scenario="couple", export_file="exports/couple.json", tasks=16, annotations=48,
-                                cancelled=0, superseded=0, records=count, quarantined=0, annotators=ANNOTATORS),),
+        projects=(ProjectPull(scenario="couple", annotator=None, export_file="exports/couple/shared.json", tasks=16,
+                              annotations=48, cancelled=0, superseded=0, records=count, quarantined=0,
+                              annotators=ANNOTATORS),),
         **({"annotations_sha256": sha256_file(path)} if with_hash else {}))  # pulls before the hash: count only
     (path.parent / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
     for file in path.parent.iterdir():

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.cli_lock import writer
 from pipeline.project import Project
 
 console = Console(soft_wrap=True)
@@ -56,6 +57,7 @@ class _Bar:
 @click.option("--seed", type=int, default=None, help="Bootstrap seed (default from settings; recorded in the report).")
 @click.option("--open", "open_report", is_flag=True, help="Open report.html in the default browser afterwards.")
 @click.pass_context
+@writer
 def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool, bootstrap: int | None,
           seed: int | None, open_report: bool) -> None:
     """Inter-annotator agreement per field, scenario, session, annotator and pair -> build/agreement/."""
@@ -87,6 +89,7 @@ def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, n
 @click.option("--push/--no-push", "push_queue", default=False, show_default=True,
               help="Also put the queue into a Label Studio adjudication project (one per scenario).")
 @click.pass_context
+@writer
 def adjudicate(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool,
                pull_answers: bool, push_queue: bool) -> None:
     """Settle agreeing answers by consensus; write the rest to build/adjudication/queue.jsonl.
@@ -122,6 +125,7 @@ def adjudicate(ctx: click.Context, snapshot: str | None, skip_other_versions: bo
 @_skip
 @_no_text
 @click.pass_context
+@writer
 def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool) -> None:
     """Write settled sessions as gold rows (benchmark format) with per-field provenance -> build/gold/."""
     from pipeline.agreement.gold import run_gold

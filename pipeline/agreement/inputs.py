@@ -116,7 +116,8 @@ def check_snapshot(path: Path, sha256: str | None = None) -> None:
         return
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
-        counted = sum(int(scenario["records"]) for scenario in summary["scenarios"])
+        parts = summary["projects"] if "projects" in summary else summary["scenarios"]  # older pulls: per scenario
+        counted = sum(int(part["records"]) for part in parts)
         recorded = str(summary.get("annotations_sha256") or "")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RescueError(f"{summary_path} is not a readable pull summary ({exc})", _FIX_DAMAGED) from exc

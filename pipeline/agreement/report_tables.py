@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 from collections.abc import Iterable
 
@@ -17,14 +18,24 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.6f}"
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: str) -> str:
+    """A text cell a spreadsheet will not run as a formula: one starting with = + - @ (or tab/CR), e.g. an
+    annotator account like `=HYPERLINK(...)`, gets a leading apostrophe (OWASP's advice). Numbers are not text cells."""
+    return "'" + value if value.startswith(FORMULA_START) else value
+
+
 def to_csv(report: AgreementReport) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for f in report.figures:
-        writer.writerow([f.scope, f.measure, f.level, f.metric, f.scenario, f.session, f.annotator, f.other,
+        writer.writerow([*map(csv_text, (f.scope, f.measure, f.level, f.metric, f.scenario, f.session, f.annotator,
+                                         f.other)),
                          _number(f.value), _number(f.low), _number(f.high), _number(f.spread), f.units, f.values,
-                         f.annotators, f.reason])
+                         f.annotators, csv_text(f.reason)])
     return out.getvalue()
 
 
@@ -90,10 +101,16 @@ SUMMARY_HEADER = ["measure", "level", "units", "Krippendorff's alpha", "Gwet's A
                   "Cohen's kappa (mean of pairs)", "note"]
 
 
+def md_text(value: object) -> str:
+    """Annotator-supplied text as Markdown shows it literally: HTML escaped (a renderer would run raw
+    HTML), line breaks folded (they would end a table row or a list item)."""
+    return " ".join(html.escape(str(value), quote=False).split())
+
+
 def _markdown_table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
-    header = list(header)
+    header = [md_text(h) for h in header]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(md_text(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -137,9 +154,9 @@ def annotator_matrix(report: AgreementReport) -> tuple[list[str], list[list[str]
 
 def to_markdown(report: AgreementReport) -> str:
     parts = [
-        f"# Inter-annotator agreement ({report.schema_id}, snapshot {report.snapshot})",
+        f"# Inter-annotator agreement ({md_text(report.schema_id)}, snapshot {md_text(report.snapshot)})",
         "",
-        f"{len(report.annotators)} annotators ({', '.join(report.annotators)}), {report.sessions} sessions, "
+        f"{len(report.annotators)} annotators ({md_text(', '.join(report.annotators))}), {report.sessions} sessions, "
         f"{report.rows} rows, {report.answers} answers. Intervals: {report.confidence:.0%} percentile bootstrap, "
         f"{report.bootstrap_samples} resamples of rows within scenario, seed {report.seed}. Set distance: "
         f"{report.set_distance}. Values: estimate [interval]; text: mean pairwise similarity [interval] ± SD "
@@ -162,6 +179,6 @@ def to_markdown(report: AgreementReport) -> str:
         parts += ["", "## Per annotator against the others (alpha over the annotator's pairs; text: similarity)",
                   "", _markdown_table(["measure", *names], rows)]
     if report.notes:
-        parts += ["", "## Notes", ""] + [f"- {note.message}" for note in report.notes]
+        parts += ["", "## Notes", ""] + [f"- {md_text(note.message)}" for note in report.notes]
     parts += ["", "Metrics: " + "; ".join(f"`{k}` = {v}" for k, v in METRIC_LABELS.items()) + ".", ""]
     return "\n".join(parts)

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.cli_lock import writer
 from pipeline.project import Project
 
 console = Console(soft_wrap=True)
@@ -32,31 +33,42 @@ def labelstudio_group() -> None:
 
 @labelstudio_group.command("up")
 @click.pass_context
+@writer
 def up(ctx: click.Context) -> None:
     """Start the server on a free local port and wait until it is healthy (first start: ~70 s).
 
     The media of every session with rows are published into the server's media root first."""
     from pipeline.annotate import server
     from pipeline.annotate.push import load_sessions, serve_media
+    from pipeline.annotate.server_owner import read_owner, record_owner, stop_strays
 
     project = _project(ctx)
     paths = server.ServerPaths.of(project)
     settings = _settings(project)
     if settings.media_url is None:  # what earlier pushes' tasks show (also after an upgrade)
         serve_media(project, load_sessions(project)[0])
+    stop_strays(paths)  # a server whose start was interrupted would share the database with the new one
+    before = server.running(paths)
+    owner = read_owner(paths, before)
     with err_console.status("starting Label Studio (the first start migrates its database, ~70 s)..."):
         state = server.start_project_server(project, settings)
+    if before is None or (owner is not None and owner.orphaned):  # ours now, left running on purpose
+        record_owner(paths, state, "rescue labelstudio up", stops_when_done=False)
     console.print(f"Label Studio runs at {state.url} (pid {state.pid}); log in as {server.ADMIN_EMAIL}, "
                   f"password and API token in {project.rel_or_abs(paths.admin)} (mode 600)", highlight=False)
 
 
 @labelstudio_group.command("down")
 @click.pass_context
+@writer
 def down(ctx: click.Context) -> None:
     """Stop the embedded server (its database stays in build/labelstudio/data/)."""
     from pipeline.annotate import server
+    from pipeline.annotate.server_owner import forget_owner, stop_strays
 
-    stopped = server.stop(server.ServerPaths.of(_project(ctx)))
+    paths = server.ServerPaths.of(_project(ctx))
+    stopped = server.stop(paths) | bool(stop_strays(paths))
+    forget_owner(paths)
     console.print("Label Studio stopped" if stopped else "Label Studio was not running")
 
 
@@ -66,6 +78,7 @@ def status(ctx: click.Context) -> None:
     """Say which server push and pull would use, and whether it answers."""
     from pipeline.annotate import server
     from pipeline.annotate.labelstudio import Client
+    from pipeline.annotate.server_owner import server_report
 
     project = _project(ctx)
     external = server.external_connection()
@@ -74,13 +87,12 @@ def status(ctx: click.Context) -> None:
         console.print(f"external server {external.url} (LABEL_STUDIO_URL), token of {email}", highlight=False)
         return
     paths = server.ServerPaths.of(project)
-    state = server.running(paths)
-    if state is None:
+    report = server_report(paths)  # the recorded server, or one whose start was interrupted
+    if report is None:
         console.print(f"embedded server: not running (data in {project.rel_or_abs(paths.data)}); "
                       "start it with `rescue labelstudio up`", highlight=False)
         return
-    console.print(f"embedded server: running at {state.url}, pid {state.pid}, since {state.started_at}; "
-                  f"log {project.rel_or_abs(paths.log)}", highlight=False)
+    console.print(f"{report['message']}; log {project.rel_or_abs(paths.log)}", highlight=False)
 
 
 @click.group("annotators")
@@ -91,6 +103,7 @@ def annotators_group() -> None:
 @annotators_group.command("add")
 @click.argument("emails", nargs=-1, required=True)
 @click.pass_context
+@writer
 def annotators_add(ctx: click.Context, emails: tuple[str, ...]) -> None:
     """Create accounts for EMAILS; generated passwords go to build/labelstudio/annotators.json (mode 600)."""
     from pipeline.annotate.accounts import add_annotators, passwords_file
@@ -118,6 +131,7 @@ def annotators_list(ctx: click.Context) -> None:
 @click.option("--full-check", is_flag=True,
               help="List every task on the server instead of trusting the local copy of the last listing.")
 @click.pass_context
+@writer
 def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> None:
     """Import transcript rows as Label Studio tasks: one project per scenario and annotator, each with every row
     (only rows without a task there are imported), so annotators label independently."""
@@ -153,6 +167,7 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
 
 @click.command("pull")
 @click.pass_context
+@writer
 def pull(ctx: click.Context) -> None:
     """Export the annotations, store them as a new snapshot and parse them into validated records."""
     from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations

@@ -29,6 +29,7 @@ from pipeline.annotate.labelstudio import Connection, masked_url
 from pipeline.annotate.media_root import check_media_root
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
+from pipeline.processes import process_alive
 from pipeline.project import Project
 from pipeline.store import write_text_atomic
 
@@ -150,13 +151,7 @@ def _alive(pid: int) -> bool:
     child = _children.get(pid)
     if child is not None:
         return child.poll() is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(pid)  # a zombie (an orphaned server nobody reaped) counts as gone
 
 
 def _is_label_studio(pid: int) -> bool:

@@ -25,7 +25,7 @@ from pipeline.corpus.labelstudio_steps import ServerSession, database_stamp, ope
 from pipeline.corpus.release_step import freeze_step
 from pipeline.corpus.server_steps import annotation_exports, apply_step, pull_step, push_fingerprint, push_step
 from pipeline.corpus.state import StepState, last_done, read_state, write_state
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.runner import build_lock
@@ -74,7 +74,12 @@ def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
     except RescueError as exc:
         write_state(ctx.project, StepState(step=name, status="failed", error=exc.message))
         raise RescueError(f"rescue build, step {name}: {exc.message}", exc.fix) from exc
-    except Exception as exc:  # a bug: keep it on record, say how to see the traceback
+    except Exception as exc:
+        known = os_error_message(exc) if isinstance(exc, OSError) else None
+        if known is not None:  # a read-only or full build area: the path and the fix
+            write_state(ctx.project, StepState(step=name, status="failed", error=known.message))
+            raise RescueError(f"rescue build, step {name}: {known.message}", known.fix) from exc
+        # a bug: keep it on record, say how to see the traceback
         write_state(ctx.project, StepState(step=name, status="failed", error=f"internal error: {exc!r}"))
         raise RescueError(f"rescue build, step {name}: internal error {exc!r}",
                           "run `rescue --debug build` for the traceback and report it") from exc

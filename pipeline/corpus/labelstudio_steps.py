@@ -14,7 +14,6 @@ cannot be compared byte for byte: they carry relative times ("created_ago": "3 m
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pipeline.annotate.labelstudio import Client, Connection
 from pipeline.annotate.projects import SHARED, annotation_projects
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
+from pipeline.processes import group_alive
 from pipeline.project import Project
 from pipeline.schema import SCENARIOS, AnnotationSchema
 from pipeline.store import sha256_json
@@ -54,14 +54,13 @@ class ServerSession:
         of its group is gone, so the database files are final when the build records their stamp."""
         if not self.started_here:
             return False
+        from pipeline.annotate.server_owner import forget_owner
+
         state = server.read_state(self.paths)
         stopped = server.stop(self.paths)
+        forget_owner(self.paths)
         deadline = time.monotonic() + 15
-        while state is not None and time.monotonic() < deadline:
-            try:
-                os.killpg(state.pid, 0)
-            except (ProcessLookupError, PermissionError):
-                break
+        while state is not None and group_alive(state.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         return stopped
 
@@ -86,6 +85,9 @@ def open_server(project: Project, settings: AnnotateSettings) -> ServerSession:
     external = server.external_connection()
     if external is not None:
         return ServerSession(external, False, paths, f"external server {external.url} (LABEL_STUDIO_URL)")
+    from pipeline.annotate.server_owner import stop_strays
+
+    stop_strays(paths)  # a server whose start was interrupted, never recorded: it would share the database
     state = server.running(paths)
     started = state is None
     if started:
@@ -94,8 +96,25 @@ def open_server(project: Project, settings: AnnotateSettings) -> ServerSession:
         except RescueError as exc:
             raise RescueError(f"Label Studio: {exc.message}", f"{exc.fix}; {NO_SERVER_FIX}") from exc
     assert state is not None
-    how = f"embedded server {state.url}" + (" (started for this build)" if started else " (already running)")
-    return ServerSession(server.connect(project, paths), started, paths, how)
+    how, stop_at_end = _claim_server(paths, state, started)
+    return ServerSession(server.connect(project, paths), stop_at_end, paths, how)
+
+
+def _claim_server(paths: server.ServerPaths, state: server.ServerState, started: bool) -> tuple[str, bool]:
+    """Record this build as the server's owner when it started it, or when the build that started it is
+    gone (killed): then this build stops it at its end. Returns how the server was found, and whether to stop it."""
+    from pipeline.annotate.server_owner import read_owner, record_owner
+
+    where = f"embedded server {state.url}"
+    if started:
+        record_owner(paths, state, "rescue build", stops_when_done=True)
+        return f"{where} (started for this build)", True
+    owner = read_owner(paths, state)
+    if owner is not None and owner.orphaned:
+        record_owner(paths, state, "rescue build", stops_when_done=True)
+        return (f"{where} (left running by `{owner.command}`, pid {owner.starter_pid}, which is gone: "
+                "taken over, stopped at the end of this build)"), True
+    return f"{where} (already running" + (f", {owner.describe()})" if owner else ")"), False
 
 
 # -- exports and their digest ----------------------------------------------------------------------------------

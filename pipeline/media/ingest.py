@@ -22,6 +22,9 @@ def check_source(project: Project, entry: CatalogEntry) -> Path:
     """The source exists, is not empty and has the catalog's sha256."""
     source = project.abs(entry.video)
     where = f"session {entry.session_id}"
+    if source.is_dir():
+        raise RescueError(f"{where}: video {entry.video} is a folder, not a video file",
+                          "put the video file's path (inside that folder) in the `video` column of its sessions.csv")
     if not source.is_file():
         raise RescueError(f"{where}: video {entry.video} not found",
                           "place the file there, or correct the `video` column of its sessions.csv")
@@ -33,6 +36,9 @@ def check_source(project: Project, entry: CatalogEntry) -> Path:
             f"{where}: sha256 of {entry.video} is {actual}, the catalog says {entry.sha256}",
             "restore the original file; if the new file is intended, put its sha256 in the catalog",
         )
+    if entry.subtitles and project.abs(entry.subtitles).is_dir():
+        raise RescueError(f"{where}: subtitles {entry.subtitles} is a folder, not a subtitle file",
+                          "put the SRT/VTT file's path in the `subtitles` column, or clear it")
     if entry.subtitles and not project.abs(entry.subtitles).is_file():
         raise RescueError(f"{where}: subtitles {entry.subtitles} not found",
                           "place the file there, or clear the `subtitles` column")

@@ -21,6 +21,8 @@ def _inside_raw_video(project: Project, path: Path, what: str) -> Path:
     if not full.is_relative_to(project.raw_video):
         raise RescueError(f"{what} {path} is outside {project.raw_video}/",
                           "move or symlink the file into raw_video/ first (see raw_video/README.md)")
+    if full.is_dir():
+        raise RescueError(f"{what} {path} is a folder, not a file", f"name the {what} file inside it")
     if not full.is_file():
         raise RescueError(f"{what} {path} not found", "check the path")
     return full

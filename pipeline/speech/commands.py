@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from pipeline.cli_lock import writer
+
 _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                      help="Sessions processed in parallel (separate processes; each loads the models).")
 
@@ -51,6 +53,7 @@ def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jo
 @click.option("--align-model", help="'none', 'auto' or a wav2vec2 model for whisperx alignment.")
 @_jobs
 @click.pass_context
+@writer
 def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | None, device: str | None,
                compute_type: str | None, language: str | None, batch_size: int | None, align_model: str | None,
                jobs: int) -> None:
@@ -68,6 +71,7 @@ def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | No
               help="How the catalog's speaker count is passed to pyannote.")
 @_jobs
 @click.pass_context
+@writer
 def diarize(ctx: click.Context, session_ids: tuple[str, ...], pipeline_name: str | None, device: str | None,
             speaker_count: str | None, jobs: int) -> None:
     """Find who spoke when with pyannote.audio (overlapping speech kept)."""
@@ -79,6 +83,7 @@ def diarize(ctx: click.Context, session_ids: tuple[str, ...], pipeline_name: str
 @click.argument("session_ids", nargs=-1)
 @_jobs
 @click.pass_context
+@writer
 def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
     """Cut transcripts into speaker-named rows; write JSON/SRT/VTT/RTTM exports and per-row clips."""
     _run(ctx, ["ingest", "transcribe", "diarize", "rows"], session_ids, jobs)
@@ -89,6 +94,7 @@ def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
 @click.option("--refresh", is_flag=True, help="Replace a file made for an older diarization (kept as .bak), carrying "
               "its names to the new labels whose turns overlap the old ones.")
 @click.pass_context
+@writer
 def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
     """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check, with
     audio snippets (build/snippets/) and first words of each label's longest turns."""
@@ -126,6 +132,7 @@ def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) ->
 @click.option("--skip-overlap", is_flag=True, help="DER: do not score overlapped reference speech.")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON instead of a table.")
 @click.pass_context
+@writer
 def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], references: Path | None, collar: float,
                      skip_overlap: bool, as_json: bool) -> None:
     """WER (jiwer) and DER (pyannote.metrics) of built transcripts, per session and overall."""

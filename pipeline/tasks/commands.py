@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from pipeline.cli_lock import writer
 from pipeline.errors import RescueError
 from pipeline.project import Project
 
@@ -77,6 +78,7 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
               help="The card's `license:` field: the source videos' licence (e.g. cc-by-nc-4.0); the project "
                    "does not own it.")
 @click.pass_context
+@writer
 def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path | None, settings_path: Path | None,
            strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...], license_id: str) -> None:
     """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""

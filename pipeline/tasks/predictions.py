@@ -98,9 +98,13 @@ def parse_prediction(task: str, record: dict[str, Any], instance: dict[str, Any]
         text = record.get("predicted_internal_emotion")
         if not isinstance(text, str) or not text.strip():
             problems.append("predicted_internal_emotion must be a non-empty text")
-        intensity = parse_intensity(record.get("predicted_intensity_score"))
-        if intensity is None:
-            problems.append(f"predicted_intensity_score {record.get('predicted_intensity_score')!r} is not 0-10")
+        score = record.get("predicted_intensity_score")
+        # JSON true/false would pass as 1/0 (a bool is an int in Python): a yes/no is not an intensity.
+        intensity = None if isinstance(score, bool) else parse_intensity(score)
+        if isinstance(score, bool):
+            problems.append(f"predicted_intensity_score {json.dumps(score)} is a boolean, not a number 0-10")
+        elif intensity is None:
+            problems.append(f"predicted_intensity_score {score!r} is not 0-10")
         return {"emotion": text.strip() if isinstance(text, str) else "", "intensity": intensity}, problems
     views = record.get("predicted_viewpoints")
     if isinstance(views, dict):
