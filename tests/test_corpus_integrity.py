@@ -20,11 +20,13 @@ from click.testing import CliRunner
 
 from pipeline.annotate import server
 from pipeline.annotate.labelstudio import Client
+from pipeline.annotate.projects import annotator_title
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.catalog import load_catalog
 from pipeline.cli import main
 from pipeline.project import Project
 from pipeline.records import Annotation
+from pipeline.schema import load_schema
 from pipeline.corpus.stored import MIN_IOU, iou, span_of
 from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
 from pipeline.store import read_jsonl
@@ -102,16 +104,19 @@ def test_a_new_dispute_on_a_row_with_an_adjudication_task_reaches_the_adjudicato
         users = client.users()
         ids = {email: user_id for user_id, email in users.items()}
         adjudication = client.find_project(f"{FAMILY_PROJECT} - adjudication")
-        annotation = client.find_project(FAMILY_PROJECT)
-        assert adjudication is not None and annotation is not None
+        assert adjudication is not None
         asked = json.loads(client.export_json(adjudication.id))
         row_id = next(t["data"]["row_id"] for t in asked if "target" not in t["data"]["adjudication_fields"])
-        tasks = json.loads(client.export_json(annotation.id))
-        answers = _latest_per_account(tasks, users, row_id)
-        assert set(answers) == set(ANNOTATORS)
-        (task_id,) = [t["id"] for t in tasks if t["data"]["row_id"] == row_id]
+        schema = load_schema(corpus.schemas / "rescue-v1.yaml")
+        answers: dict[str, list[Any]] = {}
         for annotator, name in zip(ANNOTATORS, ("Linda", "Mark", "Zoe"), strict=True):  # three different targets
+            own = client.find_project(annotator_title(schema, "family", annotator))  # independent labels
+            assert own is not None, annotator
+            tasks = json.loads(client.export_json(own.id))
+            answers.update(_latest_per_account(tasks, users, row_id))
+            (task_id,) = [t["id"] for t in tasks if t["data"]["row_id"] == row_id]
             client.create_annotation(task_id, _with_target(answers[annotator], [name]), completed_by=ids[annotator])
+        assert set(answers) == set(ANNOTATORS)
 
         output = build_tolerating_freeze(corpus)
         queue = (corpus.build / "adjudication" / "queue.jsonl").read_text()
@@ -157,7 +162,7 @@ def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_
     snapshot = corpus.build / "annotations" / state["detail"]["snapshot"]
     users = json.loads((snapshot / "users.json").read_text())
     stale: set[tuple[int, str]] = set()
-    for export in (snapshot / "exports").glob("*.json"):
+    for export in (snapshot / "exports").rglob("*.json"):  # exports/<scenario>/<annotator>.json
         stale |= _annotated_stale(json.loads(export.read_text()), current, users)
     assert stale
     records = read_jsonl(snapshot / "annotations.jsonl", Annotation)
@@ -172,7 +177,7 @@ def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_
         else:
             assert "IoU" in quarantined[(task_id, annotator)], quarantined.get((task_id, annotator))
     assert state["detail"]["reanchored"] == reanchored and state["detail"]["unplaced"] == len(stale) - reanchored
-    task_rows = {int(t["id"]): t["data"]["row_id"] for e in (snapshot / "exports").glob("*.json")
+    task_rows = {int(t["id"]): t["data"]["row_id"] for e in (snapshot / "exports").rglob("*.json")
                  for t in json.loads(e.read_text())}
     for record in records:  # a re-anchored record sits on a current row that overlaps its task's row by half
         assert record.row_id in current

@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from pipeline.annotate import server
 from pipeline.annotate.accounts import add_annotators, annotator_password, passwords_file
 from pipeline.annotate.labelstudio import Connection
-from pipeline.annotate.push import project_title, push_rows
+from pipeline.annotate.projects import annotator_title
+from pipeline.annotate.push import push_rows
 from pipeline.cli import main
 from pipeline.corpus.labelstudio_steps import open_server
 from pipeline.errors import RescueError
@@ -56,11 +57,11 @@ def media(ls_server: LiveServer) -> dict[str, tuple[str, Path]]:
     rows = truth_rows(project, MAYA)
     rows[0] = rows[0].model_copy(update={"clip": project.rel(clip)})
     write_rows(rows_path(project, MAYA), rows)
-    push_rows(project, ls_server.connection, settings=SETTINGS)
     add_annotators(project, ls_server.connection, [ANN])
+    push_rows(project, ls_server.connection, settings=SETTINGS, annotators=(ANN,))
     schema = load_schema(project.schemas / "rescue-v1.yaml")
     client = ls_server.client
-    info = client.find_project(project_title(schema, "couple"))
+    info = client.find_project(annotator_title(schema, "couple", ANN))  # the annotator's own project
     assert info is not None
     keys = client.task_keys(info.id)
     urls = {kind: client.task_detail(keys[rows[index].row_id][0])["data"]["video"].split("#")[0]

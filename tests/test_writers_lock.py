@@ -115,7 +115,7 @@ def kill_mid_pull(project: Project) -> Path:
     process.wait()
     left = [p for p in (project.build / "annotations").iterdir() if ".tmp-" in p.name]
     assert [p.name.endswith(f".tmp-{process.pid}") for p in left] == [True]  # the kill really left debris
-    assert (left[0] / "exports" / "couple.json").is_file()
+    assert (left[0] / "exports" / "couple" / "shared.json").is_file()  # a scenario key: the shared project
     return left[0]
 
 
