@@ -166,7 +166,8 @@ def test_a_task_carries_the_row_its_context_people_and_the_transcript_draft(sche
     assert task["meta"] == {"row_id": session.rows[1].row_id, "schema": "rescue-v1"}
     # the preceding rows as read-only lines with their real times (m:ss), not a Paragraphs list
     assert "context" not in data
-    assert data["context_html"] == "<p><b>#1</b> &nbsp;<span class=\"time\">0:00-0:01</span> &nbsp;<b>Maya:</b> line 1</p>"
+    assert data["context_html"] == ("<p><b>#1</b> &nbsp;<span class=\"time\">0:00-0:01</span> &nbsp;<b>Maya:</b> "
+                                    "line 1</p>")
     assert data["entities"] == [{"value": n} for n in COUPLE_ENTITIES]
     assert data["people"] == "Maya  Daniel  Therapist  Couple"
     assert [o["value"] for o in data["rows"]] == ["1", "2", "3"]

@@ -10,7 +10,8 @@ from pipeline.annotate.tasks import clock
 from pipeline.schema import load_schema
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
-from tests.test_annotate_browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM, pytestmark  # noqa: F401 - skip without chromium
+# pytestmark: skipped like the other browser test where Debian chromium is missing
+from tests.test_annotate_browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM, pytestmark  # noqa: F401
 
 
 def test_the_form_shows_real_context_times_label_definitions_and_the_item_instruction(ls_server: LiveServer) -> None:

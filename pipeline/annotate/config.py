@@ -20,16 +20,17 @@ from pipeline.records import Scenario
 from pipeline.schema import AnnotationSchema, SchemaField, SubField
 
 # Object tags and task-data keys; field names must not clash with them.
-ITEMS_INSTRUCTION = ("To add an item: 1. click its kind below (hover a kind for what it means); "
-                     "2. highlight the person's name in the People line; 3. click the new item in the "
-                     "Regions list (right) and fill in its details. Delete an item there too.")
 VIDEO, CONTEXT, ROW, PEOPLE = "video", "context", "row", "people"
 ITEM_CONTROL = "item"
 SUB_SEPARATOR = "__"
 ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT = "entities", "rows", "heading", "row_text"
 # The preceding rows, an HTML string (pipeline.annotate.tasks). Tasks imported before this key existed carry a
-# list under `context` instead and show no preceding rows (docs/annotation.md).
+# list under `context` instead and have no preceding rows under this config (docs/annotation.md).
 CONTEXT_HTML = "context_html"
+# The list-item interaction, spelled out in order right above the kinds (shown in the form).
+ITEMS_INSTRUCTION = ("To add an item: 1. click its kind below (hover a kind for what it means); "
+                     "2. highlight the person's name in the People line; 3. click the new item in the "
+                     "Regions list (right) and fill in its details. Delete an item there too.")
 EMPTY_CHOICE = "(none)"  # the choice that stands for "" where a label field allows empty
 RESERVED = {VIDEO, CONTEXT, CONTEXT_HTML, ROW, PEOPLE, ITEM_CONTROL, ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT,
             "row_id", "session_id", "scenario", "schema", "row_index"}
