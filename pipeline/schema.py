@@ -73,6 +73,28 @@ class SchemaField(Record):
         return (speaker == therapist) == (self.applies_to == "therapist")
 
 
+LabelScope = Literal["all", "couple", "family"]
+
+
+class LabelGuideEntry(Record):
+    """What the labels of one label set mean (per scope, like the set) and how to choose between them."""
+
+    definitions: dict[LabelScope, dict[str, str]] = {}
+    rules: tuple[str, ...] = ()
+
+
+class LabelGuide(Record):
+    """One scenario's view of a label set's guide, in label-set order: for the annotation form and prompts."""
+
+    label_set: str
+    scenario: Scenario
+    definitions: tuple[tuple[str, str], ...]  # (label, definition); labels without one are left out
+    rules: tuple[str, ...]
+
+    def definition(self, label: str) -> str:
+        return dict(self.definitions).get(label, "")
+
+
 class AnnotationSchema(Record):
     name: str
     version: str
@@ -81,6 +103,9 @@ class AnnotationSchema(Record):
     group_labels: dict[Scenario, str]
     label_sets: dict[str, dict[Literal["all", "couple", "family"], tuple[str, ...]]]
     fields: tuple[SchemaField, ...] = Field(min_length=1)
+    label_guides: dict[str, LabelGuideEntry] = Field(
+        {}, description="definitions and precedence rules per label set (guidance only: no result depends on it)")
+    every_label_defined: bool = Field(False, description="refuse a label set label that has no definition")
 
     @model_validator(mode="after")
     def _check(self) -> AnnotationSchema:
@@ -105,7 +130,38 @@ class AnnotationSchema(Record):
             for part in (field, *field.items):
                 if part.labels and part.labels not in self.label_sets:
                     raise ValueError(f"field {field.name}: unknown label set {part.labels!r}")
+        self._check_guides()
         return self
+
+    def _check_guides(self) -> None:
+        """Every definition names a label of its set and scope; with `every_label_defined`, every label has one."""
+        for set_name, guide in self.label_guides.items():
+            where = f"label_guides.{set_name}"
+            if set_name not in self.label_sets:
+                raise ValueError(f"{where}: {set_name!r} is not a label set (label_sets: {', '.join(self.label_sets)})")
+            for scope, definitions in guide.definitions.items():
+                known = self._scope_labels(set_name, scope)
+                stray = [label for label in definitions if label not in known]
+                if stray:
+                    raise ValueError(f"{where}.definitions.{scope}: {', '.join(map(repr, stray))} not in the "
+                                     f"{scope} labels of {set_name}")
+                blank = [label for label, text in definitions.items() if not text.strip()]
+                if blank:
+                    raise ValueError(f"{where}.definitions.{scope}: empty definition for {', '.join(map(repr, blank))}")
+        if not self.every_label_defined:
+            return
+        for set_name in self.label_sets:
+            for scenario in SCENARIOS:
+                guide = self.label_guide(set_name, scenario)
+                missing = [label for label in self.labels(set_name, scenario) if not guide.definition(label)]
+                if missing:
+                    raise ValueError(f"label_guides.{set_name}: no definition for {', '.join(map(repr, missing))} "
+                                     f"({scenario}; every_label_defined is true)")
+
+    def _scope_labels(self, set_name: str, scope: LabelScope) -> tuple[str, ...]:
+        if scope != "all":
+            return self.labels(set_name, scope)
+        return tuple(dict.fromkeys(label for scenario in SCENARIOS for label in self.labels(set_name, scenario)))
 
     @property
     def id(self) -> str:
@@ -120,6 +176,13 @@ class AnnotationSchema(Record):
     def labels(self, set_name: str, scenario: Scenario) -> tuple[str, ...]:
         per_scenario = self.label_sets[set_name]
         return per_scenario.get(scenario) or per_scenario["all"]
+
+    def label_guide(self, set_name: str, scenario: Scenario) -> LabelGuide:
+        """A label set's definitions (scenario-specific ones win over `all`) and rules, in the set's label order."""
+        entry = self.label_guides.get(set_name, LabelGuideEntry())
+        merged = {**entry.definitions.get("all", {}), **entry.definitions.get(scenario, {})}
+        definitions = tuple((label, merged[label]) for label in self.labels(set_name, scenario) if label in merged)
+        return LabelGuide(label_set=set_name, scenario=scenario, definitions=definitions, rules=entry.rules)
 
     def entities(self, scenario: Scenario, participants: tuple[str, ...]) -> tuple[str, ...]:
         """The closed entity set of a session: its participants, the therapist and the group label."""

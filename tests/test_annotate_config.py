@@ -13,7 +13,7 @@ import yaml
 from pipeline.annotate.config import EMPTY_CHOICE, build_config, check_schema_for_labelstudio
 from pipeline.annotate.labelstudio import ResultChecker, validate_config
 from pipeline.annotate.results import TaskFacts, decode, encode
-from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task
+from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task, context_html
 from pipeline.errors import RescueError
 from pipeline.records import CatalogEntry, TranscriptRow, row_id_for
 from pipeline.schema import AnnotationSchema, load_schema
@@ -164,7 +164,10 @@ def test_a_task_carries_the_row_its_context_people_and_the_transcript_draft(sche
     task = build_task(schema, session, 1, context_rows=5, media_url=None)
     data = task["data"]
     assert task["meta"] == {"row_id": session.rows[1].row_id, "schema": "rescue-v1"}
-    assert data["context"] == [{"speaker": "#1 Maya (0.0-1.5 s)", "text": "line 1"}]
+    # the preceding rows as read-only lines with their real times (m:ss), not a Paragraphs list
+    assert "context" not in data
+    assert data["context_html"] == ("<p><b>#1</b> &nbsp;<span class=\"time\">0:00-0:01</span> &nbsp;<b>Maya:</b> "
+                                    "line 1</p>")
     assert data["entities"] == [{"value": n} for n in COUPLE_ENTITIES]
     assert data["people"] == "Maya  Daniel  Therapist  Couple"
     assert [o["value"] for o in data["rows"]] == ["1", "2", "3"]
@@ -178,8 +181,40 @@ def test_a_task_carries_the_row_its_context_people_and_the_transcript_draft(sche
                       "dialogue_cleaned": {"text": ["line 2"]}}
     assert ResultChecker(build_config(schema, "couple")).sdk_errors(draft["result"]) == []
     first = build_task(schema, _session(clip=True), 0, context_rows=5, media_url="https://media.example/p")
-    assert first["data"]["context"] == [{"speaker": "", "text": "(no preceding rows shown)"}]
+    assert first["data"]["context_html"] == "<p><i>(no preceding rows shown)</i></p>"
     assert first["data"]["video"] == "https://media.example/p/build/clips/1.mp4"
+
+
+def test_context_lines_escape_the_transcript_and_show_hours_past_an_hour() -> None:
+    row = TranscriptRow(row_id=row_id_for("s/one", 3725.0, 3790.5), session_id="s/one", row_index=9, start=3725.0,
+                        end=3790.5, speaker="Maya", target=("Therapist",), text="<b>not bold</b> & more")
+    assert context_html([row]) == ("<p><b>#9</b> &nbsp;<span class=\"time\">1:02:05-1:03:10</span> &nbsp;<b>Maya:</b> "
+                                   "&lt;b&gt;not bold&lt;/b&gt; &amp; more</p>")
+
+
+@pytest.mark.parametrize("scenario", ["couple", "family"])
+def test_the_form_shows_each_label_definition_as_a_hint_and_in_a_panel(schema: AnnotationSchema,
+                                                                      scenario: str) -> None:
+    config = build_config(schema, scenario)
+    root = ET.fromstring(config)
+    assert not list(root.iter("Paragraphs"))  # it showed "00:00:00 - 00:00:00" and a region button per row
+    context = next(e for e in root.iter("HyperText") if e.get("name") == "context")
+    assert context.get("value") == "$context_html" and context.get("selectionEnabled") == "false"
+    controls = _controls(config)
+    label_controls = {"utterance_type": "utterance_type", "relation_cycle_state": "relation_pattern",
+                      "support_strategy__strategy_type": "support_strategy"}
+    for name, set_name in label_controls.items():
+        guide = schema.label_guide(set_name, scenario)
+        hints = {c.get("value"): c.get("hint") for c in controls[name].iter("Choice")}
+        assert {label: hints[label] for label, _ in guide.definitions} == dict(guide.definitions)
+        panel = next(v for v in root.iter("View") if v.get("idAttr") == f"definitions-{name}")
+        shown = [h.get("value") for h in panel.iter("Header")]
+        assert shown[:len(guide.definitions)] == [f"{label}: {text}" for label, text in guide.definitions]
+        assert shown[len(guide.definitions):] == [f"Rule - {rule}" for rule in guide.rules]
+    assert "(none)" in {c.get("value") for c in controls["relation_cycle_state"].iter("Choice") if c.get("hint")}
+    instruction = next(v for v in root.iter("View") if v.get("idAttr") == "items-instruction")
+    assert "1. click its kind" in ET.tostring(instruction, encoding="unicode")
+    assert all(label.get("hint") for label in controls["item"].iter("Label"))
 
 
 def test_a_schema_file_with_an_unknown_field_type_or_an_empty_label_set_is_refused(tmp_path: Path) -> None:

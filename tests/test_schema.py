@@ -59,6 +59,13 @@ def _field(data: dict, name: str) -> dict:
     (lambda d: _field(d, "internal_emotion").update(key="mood"), "key 'mood' is not one of its items"),
     (lambda d: _field(d, "target").update(colour="red"), "Extra inputs are not permitted"),
     (lambda d: d["label_sets"]["support_strategy"].pop("family"), "needs `all` or both couple and family"),
+    (lambda d: d["label_guides"]["support_strategy"]["definitions"]["family"].update(goal_align="shared goal"),
+     "label_guides.support_strategy.definitions.family: 'goal_align' not in the family labels of support_strategy"),
+    (lambda d: d["label_guides"]["relation_pattern"]["definitions"]["couple"].pop("attack_attack"),
+     "label_guides.relation_pattern: no definition for 'attack_attack' (couple; every_label_defined is true)"),
+    (lambda d: d["label_guides"]["utterance_type"]["definitions"]["all"].update(defense=" "),
+     "label_guides.utterance_type.definitions.all: empty definition for 'defense'"),
+    (lambda d: d["label_guides"].update(moods={"rules": ["x"]}), "label_guides.moods: 'moods' is not a label set"),
 ])
 def test_bad_schema_is_refused_with_the_file_and_the_problem(tmp_path: Path, change: callable,  # type: ignore[valid-type]
                                                             expected: str) -> None:
@@ -66,6 +73,32 @@ def test_bad_schema_is_refused_with_the_file_and_the_problem(tmp_path: Path, cha
     with pytest.raises(RescueError) as caught:
         load_schema(path)
     assert str(path) in str(caught.value) and expected in str(caught.value)
+
+
+def test_every_label_has_its_spec_definition_and_the_guide_keeps_label_set_order() -> None:
+    schema = load_schema(SHIPPED)
+    assert schema.every_label_defined
+    for set_name in schema.label_sets:
+        for scenario in ("couple", "family"):
+            guide = schema.label_guide(set_name, scenario)
+            assert [label for label, _ in guide.definitions] == list(schema.labels(set_name, scenario))
+            assert guide.rules, f"{set_name} has no rules"
+    # scenario-specific meanings (spec section 3): the same label can mean different things per scenario
+    couple, family = schema.label_guide("support_strategy", "couple"), schema.label_guide("support_strategy", "family")
+    assert couple.definition("join").startswith("build softer empathic contact")
+    assert family.definition("join").startswith("build trust and alliance")
+    assert family.definition("goal_align") == ""
+    assert any("safeguard > counterbalance > track" in rule for rule in couple.rules)
+    assert any("not a fallback" in rule for rule in schema.label_guide("relation_pattern", "family").rules)
+
+
+def test_a_schema_without_label_guides_still_loads(tmp_path: Path) -> None:
+    """Guides are optional: a schema file written before they existed keeps loading (same version)."""
+    def strip(data: dict) -> None:
+        data.pop("label_guides")
+        data.pop("every_label_defined")
+    schema = load_schema(write_variant(tmp_path, strip))
+    assert schema.label_guide("utterance_type", "couple").definitions == ()
 
 
 def test_missing_and_unparsable_schema(tmp_path: Path) -> None:

@@ -24,8 +24,15 @@ VIDEO, CONTEXT, ROW, PEOPLE = "video", "context", "row", "people"
 ITEM_CONTROL = "item"
 SUB_SEPARATOR = "__"
 ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT = "entities", "rows", "heading", "row_text"
+# The preceding rows, an HTML string (pipeline.annotate.tasks). Tasks imported before this key existed carry a
+# list under `context` instead and have no preceding rows under this config (docs/annotation.md).
+CONTEXT_HTML = "context_html"
+# The list-item interaction, spelled out in order right above the kinds (shown in the form).
+ITEMS_INSTRUCTION = ("To add an item: 1. click its kind below (hover a kind for what it means); "
+                     "2. highlight the person's name in the People line; 3. click the new item in the "
+                     "Regions list (right) and fill in its details. Delete an item there too.")
 EMPTY_CHOICE = "(none)"  # the choice that stands for "" where a label field allows empty
-RESERVED = {VIDEO, CONTEXT, ROW, PEOPLE, ITEM_CONTROL, ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT,
+RESERVED = {VIDEO, CONTEXT, CONTEXT_HTML, ROW, PEOPLE, ITEM_CONTROL, ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT,
             "row_id", "session_id", "scenario", "schema", "row_index"}
 
 
@@ -59,7 +66,7 @@ class _Builder:
 
     def choices(self, parent: ET.Element, name: str, to_name: str, *, multiple: bool = False,
                 dynamic: str | None = None, labels: tuple[str, ...] = (), required: bool = False,
-                per_region: bool = False) -> ET.Element:
+                per_region: bool = False, hints: dict[str, str] | None = None) -> ET.Element:
         attrs = {"name": name, "toName": to_name, "showInline": "true"}
         if multiple:
             attrs["choice"] = "multiple"
@@ -71,7 +78,8 @@ class _Builder:
             attrs["perRegion"] = "true"
         element = ET.SubElement(parent, "Choices", attrs)
         for label in labels:
-            ET.SubElement(element, "Choice", {"value": label})
+            hint = (hints or {}).get(label)
+            ET.SubElement(element, "Choice", {"value": label, **({"hint": hint} if hint else {})})
         return element
 
     def control(self, parent: ET.Element, part: SchemaField | SubField, name: str, to_name: str, *,
@@ -82,10 +90,15 @@ class _Builder:
                          required=required, per_region=per_region)
         elif kind == "label":
             assert part.labels is not None
+            guide = self.schema.label_guide(part.labels, self.scenario)
             labels = self.schema.labels(part.labels, self.scenario)
+            hints = dict(guide.definitions)
             if getattr(part, "allow_empty", False):
                 labels = (*labels, EMPTY_CHOICE)
-            self.choices(parent, name, to_name, labels=labels, required=required, per_region=per_region)
+                hints[EMPTY_CHOICE] = "no clear pattern (stored as an empty label)"
+            self.choices(parent, name, to_name, labels=labels, required=required, per_region=per_region,
+                         hints=hints)
+            self.definitions(parent, part.labels, name)
         elif kind == "row_refs":
             self.choices(parent, name, to_name, multiple=True, dynamic=ROW_OPTIONS, required=required,
                          per_region=per_region)
@@ -109,6 +122,19 @@ class _Builder:
         else:  # pragma: no cover - the schema loader only admits the types above
             raise RescueError(f"schema field type {kind!r} has no Label Studio control", "use a documented type")
 
+    def definitions(self, parent: ET.Element, set_name: str, name: str) -> None:
+        """A collapsed panel under a label control: every label's definition, then the rules for choosing."""
+        guide = self.schema.label_guide(set_name, self.scenario)
+        if not guide.definitions and not guide.rules:
+            return
+        collapse = ET.SubElement(parent, "Collapse", {"bordered": "true"})
+        panel = ET.SubElement(collapse, "Panel", {"value": f"Definitions and rules: {name}"})
+        view = ET.SubElement(panel, "View", {"idAttr": f"definitions-{name}", "style": "font-size: 13px"})
+        for label, text in guide.definitions:
+            ET.SubElement(view, "Header", {"value": f"{label}: {text}", "size": "6", "underline": "false"})
+        for rule in guide.rules:
+            ET.SubElement(view, "Header", {"value": f"Rule - {rule}", "size": "6", "underline": "false"})
+
     def role_view(self, parent: ET.Element, field: SchemaField) -> ET.Element:
         """Fields for client or therapist rows show only while the speaker choice says so."""
         if field.applies_to == "all":
@@ -128,8 +154,10 @@ class _Builder:
 
     def items(self, parent: ET.Element, fields: list[SchemaField]) -> None:
         view = ET.SubElement(parent, "View", {"idAttr": "field-items"})
-        ET.SubElement(view, "Header", {"size": "6", "value": "List items - pick a kind, then highlight the person "
-                                                             "it is about; select an item to fill in its details"})
+        ET.SubElement(view, "Header", {"size": "5", "value": "List items (posture, emotions, strategies, ...)"})
+        instruction = ET.SubElement(view, "View", {"idAttr": "items-instruction"})
+        ET.SubElement(instruction, "Header", {"size": "6", "value": ITEMS_INSTRUCTION})
+        ET.SubElement(view, "Header", {"size": "6", "value": "People (highlight one name per item):"})
         ET.SubElement(view, "Text", {"name": PEOPLE, "value": f"${PEOPLE}", "granularity": "word"})
         labels = ET.SubElement(view, "Labels", {"name": ITEM_CONTROL, "toName": PEOPLE, "choice": "single"})
         for field in fields:
@@ -150,8 +178,9 @@ class _Builder:
         ET.SubElement(root, "Header", {"value": f"${HEADING}"})
         ET.SubElement(root, "Video", {"name": VIDEO, "value": f"${VIDEO}", "height": "240"})
         ET.SubElement(root, "Header", {"value": "Preceding rows", "size": "6"})
-        ET.SubElement(root, "Paragraphs", {"name": CONTEXT, "value": f"${CONTEXT}", "layout": "dialogue",
-                                           "nameKey": "speaker", "textKey": "text", "contextScroll": "false"})
+        # Plain read-only lines with each row's real time (a Paragraphs tag showed 00:00:00 and region buttons).
+        ET.SubElement(root, "HyperText", {"name": CONTEXT, "value": f"${CONTEXT_HTML}", "inline": "true",
+                                          "selectionEnabled": "false", "saveTextResult": "no"})
         ET.SubElement(root, "Header", {"value": "This row", "size": "6"})
         ET.SubElement(root, "Text", {"name": ROW, "value": f"${ROW_TEXT}"})
         items = [f for f in self.schema.fields if f.annotated and f.type == "items"]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
 from pydantic import JsonValue
 
+from pipeline.annotate.config import CONTEXT_HTML
 from pipeline.annotate.results import encode, people_strip
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia, TranscriptRow
@@ -51,6 +53,22 @@ def media_link(rel: str | None, media_url: str | None, start: float, end: float,
     return base if whole_clip else f"{base}#t={start:.2f},{end:.2f}"
 
 
+def clock(seconds: float) -> str:
+    """A row time as annotators read it off the player: m:ss, or h:mm:ss past an hour."""
+    hours, rest = divmod(int(max(seconds, 0.0)), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def context_html(rows: Sequence[TranscriptRow]) -> str:
+    """The preceding rows as read-only lines: `#3  0:04-0:07  Maya: text` (escaped; the row is never labelled)."""
+    if not rows:
+        return "<p><i>(no preceding rows shown)</i></p>"
+    lines = (f"<p><b>#{r.row_index}</b> &nbsp;<span class=\"time\">{clock(r.start)}-{clock(r.end)}</span> &nbsp;"
+             f"<b>{html.escape(r.speaker)}:</b> {html.escape(r.text)}</p>" for r in rows)
+    return "".join(lines)
+
+
 def _prefill(schema: AnnotationSchema, row: TranscriptRow, entities: tuple[str, ...]) -> dict[str, JsonValue]:
     """Draft values from the transcript for the fields whose schema entry names a `prefill` attribute."""
     values: dict[str, JsonValue] = {}
@@ -78,8 +96,6 @@ def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, co
     entry = session.entry
     entities = schema.entities(entry.scenario, entry.participants)
     before = rows[max(0, index - context_rows):index] if context_rows else ()
-    context = [{"speaker": f"#{r.row_index} {r.speaker} ({r.start:.1f}-{r.end:.1f} s)", "text": r.text}
-               for r in before] or [{"speaker": "", "text": "(no preceding rows shown)"}]
     clip = row.clip or session.session_video
     data: dict[str, Any] = {
         "row_id": row.row_id,
@@ -90,7 +106,7 @@ def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, co
         "heading": (f"{entry.session_id} - row {row.row_index} of {len(rows)} - {row.start:.2f}-{row.end:.2f} s"
                     f" - transcript says: {row.speaker}"),
         "video": media_link(clip, media_url, row.start, row.end, whole_clip=bool(row.clip)),
-        "context": context,
+        CONTEXT_HTML: context_html(before),
         "row_text": f"#{row.row_index} {row.speaker}: {row.text}",
         "entities": [{"value": name} for name in entities],
         "people": people_strip(entities),
