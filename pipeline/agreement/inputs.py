@@ -34,7 +34,7 @@ from pipeline.store import sha256_file, sha256_json, write_bytes_atomic
 
 ANNOTATIONS_FILE = "annotations.jsonl"
 SUMMARY_FILE = "summary.json"  # written beside annotations.jsonl by `rescue pull` (pipeline.annotate.pull)
-CACHE_VERSION = "1"  # bump when Answer or the validation rules change
+CACHE_VERSION = "2"  # bump when Answer or the validation rules change
 CACHE_KEEP = 4  # validated snapshots kept in the cache
 _FIX_PULL = "run `rescue pull` to store a snapshot of the Label Studio annotations"
 _FIX_DAMAGED = ("run `rescue pull` (or `rescue build`) for a fresh snapshot, or restore this folder from a backup; "
@@ -53,6 +53,7 @@ class Answer(NamedTuple):
     value: JsonValue
     updated_at: str
     annotation_id: int
+    task_id: int = 0  # the Label Studio task (in the annotator's own project) the answer was given in
 
 
 @dataclass
@@ -207,7 +208,7 @@ def _load_snapshot(path: Path, schema_version: str, known: set[str], skip_other_
             continue
         answer = Answer(intern(record.session_id), intern(record.scenario), intern(record.row_id), record.row_index,
                         intern(record.annotator), intern(record.field), record.value, record.updated_at,
-                        record.annotation_id)
+                        record.annotation_id, record.task_id)
         slot = (answer.row_id, answer.annotator, answer.field)
         previous = newest.get(slot)
         if previous is not None:
