@@ -279,3 +279,32 @@ def test_low_values_are_marked_and_alpha_gwet_divergence_is_noted() -> None:
     page = to_html(report, {})
     assert '<td class="low">0.410 (low)</td>' in page and '<td class="tentative">0.700 (tentative)</td>' in page
     assert "<th>percent agreement</th>" in page
+
+
+def test_first_read_codes_the_snapshot_as_before_without_caching_every_answer(
+        project: Project, schema: AnnotationSchema) -> None:
+    import numpy as np
+
+    from pipeline.agreement.agree import coded_snapshot
+    from pipeline.agreement.inputs import load_snapshot
+    from pipeline.agreement.prepared import prepare
+
+    records = synthetic(schema, sessions=3, coverage=0.8)
+    older = records[3].model_copy(update={"value": None, "updated_at": "2026-01-01T00:00:00+00:00"})
+    path = store(project, [older, *records])
+    settings = FAST.model_copy(update={"adjudicators": (ANNOTATORS[2],)})
+    new = coded_snapshot(project, schema, settings, path, use_text=False, skip_other_versions=False)
+    cache = project.build / "cache" / "agreement"
+    assert not list(cache.glob("snapshot-*.marshal"))  # only the coded form is cached on agree's first read
+    before = prepare(load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
+                                   cache_dir=project.build / "old-cache"), schema, settings, use_text=False)
+    assert (new.duplicates, new.answers_total, new.answers_used, new.annotators, new.per_annotator) == \
+        (before.duplicates, before.answers_total, before.answers_used, before.annotators, before.per_annotator) \
+        == (1, len(records), sum(r.annotator != ANNOTATORS[2] for r in records), ANNOTATORS[:2], new.per_annotator)
+    assert new.rows.row_ids == before.rows.row_ids and new.task_ids == before.task_ids
+    assert new.ratings.keys() == before.ratings.keys()
+    for measure_id, r in new.ratings.items():
+        old = before.ratings[measure_id]
+        assert (r.values, r.declared, r.unit_key) == (old.values, old.declared, old.unit_key), measure_id
+        for name in ("unit_row", "unit", "rater", "code"):
+            assert np.array_equal(getattr(r, name), getattr(old, name)), (measure_id, name)

@@ -10,7 +10,14 @@ from pathlib import Path
 
 from pipeline.agreement.breakdowns import Progress, compute_report
 from pipeline.agreement.disagreements import find_disagreements
-from pipeline.agreement.inputs import Snapshot, check_snapshot, latest_annotations, load_snapshot, paused_gc
+from pipeline.agreement.inputs import (
+    Snapshot,
+    check_snapshot,
+    latest_annotations,
+    load_checked_snapshot,
+    load_snapshot,
+    paused_gc,
+)
 from pipeline.agreement.prepared import Prepared, cache_key, prepare
 from pipeline.agreement.prepared import load as load_prepared
 from pipeline.agreement.prepared import save as save_prepared
@@ -53,8 +60,8 @@ def coded_snapshot(project: Project, schema: AnnotationSchema, settings: Agreeme
     cached = folder / f"prepared-{cache_key(digest, schema, settings, use_text, skip_other_versions)}.npz"
     data = load_prepared(cached, schema)
     if data is None:
-        answers = load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
-                                skip_other_versions=skip_other_versions, cache_dir=folder)
+        answers = load_checked_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
+                                        skip_other_versions=skip_other_versions)
         data = prepare(answers, schema, settings, use_text)
         save_prepared(cached, data)
     return data
