@@ -215,7 +215,8 @@ def test_disagreements_list_exactly_the_differing_rows_with_answers_text_and_lin
     path = store(project, records)
     summary = {"snapshot": "20261130T100000Z", "folder": "x", "schema_version": schema.id,
                "source": "http://ls.example:8080/",
-               "projects": [{"scenario": "couple", "annotator": ANNOTATORS[1], "project_id": 7, "records": len(records)},
+               "projects": [{"scenario": "couple", "annotator": ANNOTATORS[1], "project_id": 7,
+                             "records": len(records)},
                             {"scenario": "couple", "annotator": ANNOTATORS[0], "project_id": None, "records": 0}]}
     (path.parent / "summary.json").write_text(json.dumps(summary))
     output = run_agree(project, FAST, text=False)
@@ -226,7 +227,8 @@ def test_disagreements_list_exactly_the_differing_rows_with_answers_text_and_lin
     by_record = {(r.row_index, r.annotator): r.value for r in records if r.field == "utterance_type"}
     for d in group.shown:
         assert d.text == texts[d.row_index]
-        assert [(a.annotator, a.answer) for a in d.answers] == [(n, by_record[(d.row_index, n)]) for n in ANNOTATORS[:2]]
+        assert [(a.annotator, a.answer) for a in d.answers] == \
+            [(n, by_record[(d.row_index, n)]) for n in ANNOTATORS[:2]]
         # annotator A's project id is unknown: the link is B's task, and says so
         assert d.link == f"http://ls.example:8080/projects/7/data?task={500 + d.row_index}"
         assert ANNOTATORS[1] in d.link_label

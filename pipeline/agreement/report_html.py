@@ -97,7 +97,8 @@ def _disagreements(groups: tuple[MeasureDisagreements, ...]) -> str:
                  "<th>item</th><th>text</th><th>answers</th><th>Label Studio</th></tr></thead><tbody>"
                  + "".join(rows) + "</tbody></table></div>") if rows else ""
         parts.append(f'<details id="disagree-{html.escape(group.measure)}"><summary>'
-                     f"{html.escape(group.measure)}: {html.escape(disagreement_count(group))}</summary>{table}</details>")
+                     f"{html.escape(group.measure)}: {html.escape(disagreement_count(group))}</summary>"
+                     f"{table}</details>")
     return "".join(parts)
 
 
