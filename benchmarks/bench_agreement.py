@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DOC = REPO / "docs" / "agreement.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+FIRST_READ_START, FIRST_READ_END = "<!-- bench-first-read:start -->", "<!-- bench-first-read:end -->"
 ANNOTATORS = ("ann.a@lab.org", "ann.b@lab.org", "ann.c@lab.org")
 SNAPSHOT = "20261130T000000Z"
 
@@ -136,21 +137,26 @@ def compare_alpha(project) -> dict[str, object]:  # type: ignore[no-untyped-def]
             "speedup": round(theirs / ours, 1) if ours else None}
 
 
-def run_child(step: str, root: Path) -> dict[str, object]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, __file__, "--measure", step, "--root", str(root)], capture_output=True,
+def run_child(step: str, root: Path, code: Path = REPO) -> dict[str, object]:
+    """`step` in a fresh process, on this checkout's code or on another one's (`code`: its benchmarks/ and
+    pipeline/, e.g. `git archive <rev> benchmarks pipeline | tar -x -C DIR`)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(code)}
+    script = code / "benchmarks" / "bench_agreement.py"
+    done = subprocess.run([sys.executable, str(script), "--measure", step, "--root", str(root)], capture_output=True,
                           text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{step} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def write_doc(results: dict[str, dict[str, object]]) -> None:
+def write_doc(results: dict[str, dict[str, object]], compared: bool = False) -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    how = (" --old-code DIR`: first reads (cold cache) of the code before this change and after it, alternating "
+           "in one run so both met the same load" if compared else "`")
     lines = [START, "",
              f"Measured {time.strftime('%Y-%m-%d')} (load average at the end: {load}; other work was running) on "
              f"{platform.machine()}, {os.cpu_count()} CPU cores, Python "
-             f"{platform.python_version()} (`.venv/bin/python benchmarks/bench_agreement.py`). Each step ran in a "
+             f"{platform.python_version()} (`.venv/bin/python benchmarks/bench_agreement.py{how}). Each step ran in a "
              "fresh process; cpu = that process's user + system time (imports included), peak = its maximum RSS. "
              "Text model: all-MiniLM-L6-v2 on the CPU.", "",
              "| size | sessions / rows / records | step | wall | cpu | peak RSS | detail |",
@@ -168,9 +174,11 @@ def write_doc(results: dict[str, dict[str, object]]) -> None:
                          f"{figures['peak_rss_mb']} MB | "  # type: ignore[index]
                          f"{json.dumps(detail, ensure_ascii=False)} |")
     lines += ["", END]
+    start, end = (FIRST_READ_START, FIRST_READ_END) if compared else (START, END)  # its own table
+    lines[0], lines[-1] = start, end
     text = DOC.read_text(encoding="utf-8")
-    if START in text and END in text:
-        text = text[:text.index(START)] + "\n".join(lines) + text[text.index(END) + len(END):]
+    if start in text and end in text:
+        text = text[:text.index(start)] + "\n".join(lines) + text[text.index(end) + len(end):]
     else:
         text += "\n" + "\n".join(lines) + "\n"
     DOC.write_text(text, encoding="utf-8")
@@ -180,6 +188,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scales", default="1,10")
     parser.add_argument("--keep", action="store_true", help="keep the throw-away projects")
+    parser.add_argument("--old-code", type=Path, help="another checkout's code (benchmarks/ and pipeline/): "
+                        "measure only first reads, old and new alternating, then a warm run")
+    parser.add_argument("--rounds", type=int, default=2, help="alternations with --old-code")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -197,6 +208,14 @@ def main() -> None:
             steps = ["agree-notext-cold", "agree-notext-warm", "gold-notext", "alpha"]
             if scale == 1:  # the text model's cost is its embedding rate (texts/s), measured once
                 steps += ["agree-text-cold", "agree-text-warm", "gold-text"]
+            if args.old_code:  # first reads, old and new code alternating, so both meet the same load
+                steps = ["agree-notext-warm"]
+                for round_number in range(1, args.rounds + 1):
+                    for label_code, code in (("before", args.old_code), ("after", REPO)):
+                        shutil.rmtree(root / "build" / "cache", ignore_errors=True)
+                        name = f"agree-notext-cold ({label_code}, round {round_number})"
+                        result[name] = run_child("agree-notext-cold", root, code)
+                        print(f"  {name}: {result[name]}", flush=True)
             for step in steps:
                 result[step] = run_child(step, root)
                 print(f"  {step}: {result[step]}", flush=True)
@@ -204,7 +223,7 @@ def main() -> None:
         finally:
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
-    write_doc(results)
+    write_doc(results, compared=args.old_code is not None)
     print(f"figures written to {DOC.relative_to(REPO)}")
 
 

@@ -52,6 +52,10 @@ def test_report_renders_with_every_figure_loaded(project: Project) -> None:
             assert page.locator("th", has_text="Krippendorff's alpha").count() >= 1
             assert page.locator("#fig-pairs img").count() == 1 and page.locator("#fig-per-field img").count() == 1
             assert page.locator("td", has_text="utterance_type").count() >= 1
+            assert page.locator("th", has_text="percent agreement").count() >= 1
+            assert page.locator("#disagreements").count() == 1
+            page.locator("#disagree-utterance_type summary").click()  # the collapsed list opens
+            assert page.locator("#disagree-utterance_type table.disagreements tbody tr").first.is_visible()
             artifacts = REPO / "build" / "test-artifacts"
             artifacts.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(artifacts / "agreement_report.png"), full_page=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import io
 import shutil
 from pathlib import Path
@@ -185,3 +186,127 @@ def test_per_annotator_figures_count_their_own_units(project: Project, schema: A
     assert without.units == sum(1 for who in speakers.values() if len(who - {name}) >= 2)
     assert without.low is None  # leave-one-out: a point estimate only
     assert own.value is not None and own.low is not None and own.low <= own.value <= (own.high or 0)
+
+
+def _crafted_disagreements(project: Project, schema: AnnotationSchema) -> tuple[list[Annotation], set[int]]:
+    """One couple session, two annotators who agree on everything except utterance_type of two client rows."""
+    from pipeline.transcripts import rows_path, write_rows
+
+    sessions = make_sessions(1, family_share=0.0, rows_couple=5)
+    for session in sessions:
+        write_rows(rows_path(project, session.session_id), list(session.rows))
+    records = list(make_annotations(schema, sessions, ANNOTATORS[:2], agreement=1.0))
+    labels = schema.labels("utterance_type", "couple")
+    answered = sorted(r.row_index for r in records if r.field == "utterance_type" and r.annotator == ANNOTATORS[1]
+                      and isinstance(r.value, str) and r.value)
+    assert len(answered) >= 3
+    changed = {answered[0], answered[2]}
+    for i, r in enumerate(records):
+        if r.annotator == ANNOTATORS[1]:  # B's own project: its own task ids
+            records[i] = r = r.model_copy(update={"task_id": 500 + r.row_index})
+        if r.field == "utterance_type" and r.annotator == ANNOTATORS[1] and r.row_index in changed:
+            records[i] = r.model_copy(update={"value": next(label for label in labels if label != r.value)})
+    return records, changed
+
+
+def test_disagreements_list_exactly_the_differing_rows_with_answers_text_and_link(
+        project: Project, schema: AnnotationSchema) -> None:
+    records, changed = _crafted_disagreements(project, schema)
+    path = store(project, records)
+    summary = {"snapshot": "20261130T100000Z", "folder": "x", "schema_version": schema.id,
+               "source": "http://ls.example:8080/",
+               "projects": [{"scenario": "couple", "annotator": ANNOTATORS[1], "project_id": 7,
+                             "records": len(records)},
+                            {"scenario": "couple", "annotator": ANNOTATORS[0], "project_id": None, "records": 0}]}
+    (path.parent / "summary.json").write_text(json.dumps(summary))
+    output = run_agree(project, FAST, text=False)
+    groups = {g.measure: g for g in output.report.disagreements}
+    group = groups["utterance_type"]
+    assert group.total == len(changed) and [d.row_index for d in group.shown] == sorted(changed)
+    texts = {r.row_index: r.text for s in make_sessions(1, family_share=0.0, rows_couple=5) for r in s.rows}
+    by_record = {(r.row_index, r.annotator): r.value for r in records if r.field == "utterance_type"}
+    for d in group.shown:
+        assert d.text == texts[d.row_index]
+        assert [(a.annotator, a.answer) for a in d.answers] == \
+            [(n, by_record[(d.row_index, n)]) for n in ANNOTATORS[:2]]
+        # annotator A's project id is unknown: the link is B's task, and says so
+        assert d.link == f"http://ls.example:8080/projects/7/data?task={500 + d.row_index}"
+        assert ANNOTATORS[1] in d.link_label
+    assert groups["primary_speaker"].total == 0 and "tone_of_voice" not in groups  # text fields are left out
+    markdown = (output.folder / "agreement.md").read_text()
+    first, second = sorted(changed)
+    assert "## Where annotators disagree" in markdown and f"projects/7/data?task={500 + first}" in markdown
+    page = (output.folder / "report.html").read_text()
+    assert f'href="http://ls.example:8080/projects/7/data?task={500 + second}"' in page
+    rows = list(csv.DictReader(io.StringIO((output.folder / "disagreements.csv").read_text())))
+    assert {(r["row_index"], r["annotator"], r["answer"]) for r in rows if r["measure"] == "utterance_type"} == \
+        {(str(i), n, by_record[(i, n)]) for i in changed for n in ANNOTATORS[:2]}
+
+
+def test_disagreements_are_capped_with_a_count_of_the_rest(project: Project, schema: AnnotationSchema) -> None:
+    records, changed = _crafted_disagreements(project, schema)
+    store(project, records)
+    report = run_agree(project, FAST.model_copy(update={"disagreements_per_field": 1}), text=False).report
+    group = next(g for g in report.disagreements if g.measure == "utterance_type")
+    assert group.total == 2 and len(group.shown) == 1 and group.shown[0].link == ""  # no pull summary: no server
+    from pipeline.agreement.report_tables import to_markdown
+
+    units = sum(1 for r in records if r.field == "utterance_type" and r.annotator == ANNOTATORS[0] and r.value)
+    assert f"2 of {units} units differ, first 1 listed, 1 more" in to_markdown(report)
+
+
+def test_low_values_are_marked_and_alpha_gwet_divergence_is_noted() -> None:
+    from pipeline.agreement.breakdowns import divergence_notes
+    from pipeline.agreement.report_html import to_html
+    from pipeline.agreement.report_tables import to_markdown
+    from pipeline.agreement.results import AgreementReport, Figure
+
+    def fig(measure: str, metric: str, value: float) -> Figure:
+        return Figure(scope="field", measure=measure, level="nominal", metric=metric, value=value, units=50)
+
+    figures = (fig("skewed", "alpha", 0.41), fig("skewed", "gwet_ac1", 0.91), fig("skewed", "percent_agreement", 0.93),
+               fig("middling", "alpha", 0.7), fig("middling", "gwet_ac1", 0.72),
+               fig("fine", "alpha", 0.85), fig("fine", "gwet_ac1", 0.86))
+    report = AgreementReport(snapshot="s", annotations_file="a", schema_id="1", annotators=("a", "b"), sessions=1,
+                             rows=50, answers=100, bootstrap_samples=0, confidence=0.95, seed=1, set_distance="masi",
+                             figures=figures)
+    notes = divergence_notes(report)
+    assert [n.kind for n in notes] == ["alpha_gwet_divergence"] and notes[0].message.startswith("skewed: alpha 0.410")
+    report = report.model_copy(update={"notes": notes})
+    markdown = to_markdown(report)
+    assert "| skewed | nominal | 50 | 0.410 (low) | 0.910 |" in markdown and "0.930 |" in markdown
+    assert "| middling | nominal | 50 | 0.700 (tentative) | 0.720 (tentative) |" in markdown
+    assert "| fine | nominal | 50 | 0.850 | 0.860 |" in markdown and "0.667" in markdown
+    assert "skewed label distribution" in markdown
+    page = to_html(report, {})
+    assert '<td class="low">0.410 (low)</td>' in page and '<td class="tentative">0.700 (tentative)</td>' in page
+    assert "<th>percent agreement</th>" in page
+
+
+def test_first_read_codes_the_snapshot_as_before_without_caching_every_answer(
+        project: Project, schema: AnnotationSchema) -> None:
+    import numpy as np
+
+    from pipeline.agreement.agree import coded_snapshot
+    from pipeline.agreement.inputs import load_snapshot
+    from pipeline.agreement.prepared import prepare
+
+    records = synthetic(schema, sessions=3, coverage=0.8)
+    older = records[3].model_copy(update={"value": None, "updated_at": "2026-01-01T00:00:00+00:00"})
+    path = store(project, [older, *records])
+    settings = FAST.model_copy(update={"adjudicators": (ANNOTATORS[2],)})
+    new = coded_snapshot(project, schema, settings, path, use_text=False, skip_other_versions=False)
+    cache = project.build / "cache" / "agreement"
+    assert not list(cache.glob("snapshot-*.marshal"))  # only the coded form is cached on agree's first read
+    before = prepare(load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
+                                   cache_dir=project.build / "old-cache"), schema, settings, use_text=False)
+    assert (new.duplicates, new.answers_total, new.answers_used, new.annotators, new.per_annotator) == \
+        (before.duplicates, before.answers_total, before.answers_used, before.annotators, before.per_annotator) \
+        == (1, len(records), sum(r.annotator != ANNOTATORS[2] for r in records), ANNOTATORS[:2], new.per_annotator)
+    assert new.rows.row_ids == before.rows.row_ids and new.task_ids == before.task_ids
+    assert new.ratings.keys() == before.ratings.keys()
+    for measure_id, r in new.ratings.items():
+        old = before.ratings[measure_id]
+        assert (r.values, r.declared, r.unit_key) == (old.values, old.declared, old.unit_key), measure_id
+        for name in ("unit_row", "unit", "rater", "code"):
+            assert np.array_equal(getattr(r, name), getattr(old, name)), (measure_id, name)

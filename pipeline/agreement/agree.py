@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.agreement.breakdowns import Progress, compute_report
-from pipeline.agreement.inputs import Snapshot, check_snapshot, latest_annotations, load_snapshot, paused_gc
+from pipeline.agreement.disagreements import find_disagreements
+from pipeline.agreement.inputs import (
+    Snapshot,
+    check_snapshot,
+    latest_annotations,
+    load_checked_snapshot,
+    load_snapshot,
+    paused_gc,
+)
 from pipeline.agreement.prepared import Prepared, cache_key, prepare
 from pipeline.agreement.prepared import load as load_prepared
 from pipeline.agreement.prepared import save as save_prepared
@@ -19,7 +27,7 @@ from pipeline.project import Project
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.store import atomic_dir, sha256_file
 
-REPORT_FILES = ("report.html", "agreement.csv", "agreement.md", "report.json")
+REPORT_FILES = ("report.html", "agreement.csv", "disagreements.csv", "agreement.md", "report.json")
 
 
 @dataclass(frozen=True)
@@ -52,8 +60,8 @@ def coded_snapshot(project: Project, schema: AnnotationSchema, settings: Agreeme
     cached = folder / f"prepared-{cache_key(digest, schema, settings, use_text, skip_other_versions)}.npz"
     data = load_prepared(cached, schema)
     if data is None:
-        answers = load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
-                                skip_other_versions=skip_other_versions, cache_dir=folder)
+        answers = load_checked_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
+                                        skip_other_versions=skip_other_versions)
         data = prepare(answers, schema, settings, use_text)
         save_prepared(cached, data)
     return data
@@ -70,12 +78,13 @@ def embedding_cache(project: Project) -> Path:
 def write_report(report: AgreementReport, folder: Path) -> None:
     """Write every report file into `folder` (replaced atomically)."""
     from pipeline.agreement.report_html import figure_files, to_html
-    from pipeline.agreement.report_tables import to_csv, to_markdown
+    from pipeline.agreement.report_tables import disagreements_csv, to_csv, to_markdown
 
     pngs = figure_files(report)
     with atomic_dir(folder) as tmp:
         (tmp / "report.html").write_text(to_html(report, pngs), encoding="utf-8")
         (tmp / "agreement.csv").write_text(to_csv(report), encoding="utf-8")
+        (tmp / "disagreements.csv").write_text(disagreements_csv(report), encoding="utf-8")
         (tmp / "agreement.md").write_text(to_markdown(report), encoding="utf-8")
         (tmp / "report.json").write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
         (tmp / "figures").mkdir()
@@ -104,7 +113,8 @@ def _run_agree(project: Project, settings: AgreementSettings, *, snapshot: str |
     data = coded_snapshot(project, schema, settings, path, use_text, skip_other_versions)
     report = compute_report(data, schema, settings.model_copy(update={"text_similarity": use_text}),
                             embedder=embedder, cache_path=cache, text_model=model, progress=progress)
-    report = report.model_copy(update={"annotations_file": project.rel_or_abs(path)})
+    disagreements = find_disagreements(project, data, settings.disagreements_per_field)
+    report = report.model_copy(update={"annotations_file": project.rel_or_abs(path), "disagreements": disagreements})
     folder = project.build / "agreement"
     write_report(report, folder)
     return AgreeOutput(report=report, folder=folder)

@@ -20,7 +20,7 @@ from pipeline.agreement.inputs import Snapshot, paused_gc
 from pipeline.agreement.plan import Measure, build_plan
 from pipeline.agreement.prepared import Prepared, prepare
 from pipeline.agreement.ratings import Ratings
-from pipeline.agreement.results import AgreementReport, Confusion, Figure, InputNote
+from pipeline.agreement.results import RELIABLE, TENTATIVE, AgreementReport, Confusion, Figure, InputNote
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.agreement.textsim import Embedder, EmbeddingCache, TextEvaluator
 from pipeline.schema import AnnotationSchema
@@ -130,8 +130,29 @@ def compute_report(data: Snapshot | Prepared, schema: AnnotationSchema, settings
     # One BLAS thread: the thousands of small products here cost more in thread wake-ups than they gain,
     # and the few large ones lose little (measured on the 2-core machine).
     with paused_gc(), threadpool_limits(limits=1, user_api="blas"):
-        return _compute_report(prepared, schema, settings, embedder=embedder if use_text else None,
-                               cache_path=cache_path, text_model=text_model, progress=progress)
+        report = _compute_report(prepared, schema, settings, embedder=embedder if use_text else None,
+                                 cache_path=cache_path, text_model=text_model, progress=progress)
+    return report.model_copy(update={"notes": report.notes + divergence_notes(report)})
+
+
+def divergence_notes(report: AgreementReport) -> tuple[InputNote, ...]:
+    """A note per field whose alpha is low (< 0.667) while Gwet's AC1/AC2 is high (>= 0.8): the annotators
+    mostly agree, but on a skewed label distribution, where alpha's expected agreement is high too."""
+    notes = []
+    for alpha in report.figures:
+        if alpha.scope != "field" or alpha.metric != "alpha" or alpha.value is None or alpha.value >= TENTATIVE:
+            continue
+        gwet = report.find("field", alpha.measure, "gwet_ac1") or report.find("field", alpha.measure, "gwet_ac2")
+        if gwet is None or gwet.value is None or gwet.value < RELIABLE:
+            continue
+        percent = report.find("field", alpha.measure, "percent_agreement")
+        agreed = f", percent agreement {percent.value:.3f}" if percent and percent.value is not None else ""
+        name = "AC1" if gwet.metric == "gwet_ac1" else "AC2"
+        notes.append(InputNote(kind="alpha_gwet_divergence", message=(
+            f"{alpha.measure}: alpha {alpha.value:.3f} < {TENTATIVE} but Gwet's {name} {gwet.value:.3f} >= "
+            f"{RELIABLE}{agreed}: high agreement on a skewed label distribution (one value dominates, so alpha "
+            "expects much agreement by chance); read both, with the label counts")))
+    return tuple(notes)
 
 
 def _compute_report(prepared: Prepared, schema: AnnotationSchema, settings: AgreementSettings, *,

@@ -34,7 +34,7 @@ from pipeline.store import sha256_file, sha256_json, write_bytes_atomic
 
 ANNOTATIONS_FILE = "annotations.jsonl"
 SUMMARY_FILE = "summary.json"  # written beside annotations.jsonl by `rescue pull` (pipeline.annotate.pull)
-CACHE_VERSION = "1"  # bump when Answer or the validation rules change
+CACHE_VERSION = "2"  # bump when Answer or the validation rules change
 CACHE_KEEP = 4  # validated snapshots kept in the cache
 _FIX_PULL = "run `rescue pull` to store a snapshot of the Label Studio annotations"
 _FIX_DAMAGED = ("run `rescue pull` (or `rescue build`) for a fresh snapshot, or restore this folder from a backup; "
@@ -53,6 +53,7 @@ class Answer(NamedTuple):
     value: JsonValue
     updated_at: str
     annotation_id: int
+    task_id: int = 0  # the Label Studio task (in the annotator's own project) the answer was given in
 
 
 @dataclass
@@ -165,6 +166,15 @@ def load_snapshot(path: Path, *, schema_version: str, known_fields: Iterable[str
         return _cached_snapshot(path, schema_version, sorted(set(known_fields)), skip_other_versions, cache_dir)
 
 
+def load_checked_snapshot(path: Path, *, schema_version: str, known_fields: Iterable[str],
+                          skip_other_versions: bool = False) -> Snapshot:
+    """`load_snapshot` for a caller that has just run `check_snapshot` and keeps its own cache of what it
+    derives (agree's coded ratings): no second sha256 of the file, and no cache of every answer, whose
+    marshal copy would double the memory of a large first read."""
+    with paused_gc():
+        return _load_snapshot(path, schema_version, set(known_fields), skip_other_versions)
+
+
 def _cached_snapshot(path: Path, schema_version: str, known: list[str], skip_other_versions: bool,
                      cache_dir: Path | None) -> Snapshot:
     if cache_dir is None:
@@ -207,7 +217,7 @@ def _load_snapshot(path: Path, schema_version: str, known: set[str], skip_other_
             continue
         answer = Answer(intern(record.session_id), intern(record.scenario), intern(record.row_id), record.row_index,
                         intern(record.annotator), intern(record.field), record.value, record.updated_at,
-                        record.annotation_id)
+                        record.annotation_id, record.task_id)
         slot = (answer.row_id, answer.annotator, answer.field)
         previous = newest.get(slot)
         if previous is not None:
@@ -229,6 +239,7 @@ def _load_snapshot(path: Path, schema_version: str, known: set[str], skip_other_
         raise RescueError(f"{path} holds records of several snapshots ({', '.join(sorted(snapshots))})",
                           "a snapshot file must come from one pull; pull again")
     answers = sorted(newest.values(), key=lambda a: (a.session_id, a.row_index, a.row_id, a.field, a.annotator))
+    del newest  # its key tuples are a few hundred MB at 10x; free them before the caller codes the answers
     return Snapshot(path=path, snapshot=next(iter(snapshots), path.parent.name), schema_version=schema_version,
                     answers=answers, duplicates=duplicates, other_versions=dict(versions))
 

@@ -23,7 +23,7 @@ from pipeline.agreement.settings import AgreementSettings
 from pipeline.schema import AnnotationSchema
 from pipeline.store import sha256_json, write_bytes_atomic
 
-CACHE_VERSION = "1"  # bump when the coding of answers changes
+CACHE_VERSION = "2"  # bump when the coding of answers changes
 CACHE_KEEP = 4
 
 
@@ -39,6 +39,7 @@ class Prepared:
     annotators: tuple[str, ...]
     per_annotator: dict[str, int]  # answers with a value, per annotator
     ratings: dict[str, Ratings]  # measures coded (text measures only when text similarity is on)
+    task_ids: dict[tuple[str, str], int]  # (row id, annotator) -> Label Studio task id (for links to disagreements)
 
 
 def prepare(snapshot: Snapshot, schema: AnnotationSchema, settings: AgreementSettings, use_text: bool) -> Prepared:
@@ -50,13 +51,14 @@ def prepare(snapshot: Snapshot, schema: AnnotationSchema, settings: AgreementSet
         measures = [m for m in build_plan(schema) if use_text or m.level != "text"]
         ratings = extract_all(measures, answers, rows, annotators, schema)
         per_annotator = dict.fromkeys(annotators, 0)
+        task_ids = {(a.row_id, a.annotator): a.task_id for a in answers}
         for answer in answers:
             if answer.value not in (None, "", []):
                 per_annotator[answer.annotator] += 1
     return Prepared(snapshot=snapshot.snapshot, path=snapshot.path, duplicates=snapshot.duplicates,
                     other_versions=dict(snapshot.other_versions), answers_total=len(snapshot.answers),
                     answers_used=len(answers), rows=rows, annotators=annotators, per_annotator=per_annotator,
-                    ratings=ratings)
+                    ratings=ratings, task_ids=task_ids)
 
 
 def cache_key(file_sha256: str, schema: AnnotationSchema, settings: AgreementSettings, use_text: bool,
@@ -75,7 +77,7 @@ def save(path: Path, prepared: Prepared) -> None:
         measures.append((measure_id, r.values, r.declared, r.unit_key))
     meta = (prepared.snapshot, str(prepared.path), prepared.duplicates, prepared.other_versions,
             prepared.answers_total, prepared.answers_used, rows.row_ids, rows.sessions, rows.session_scenario,
-            prepared.annotators, prepared.per_annotator, measures)
+            prepared.annotators, prepared.per_annotator, measures, prepared.task_ids)
     arrays["meta"] = np.frombuffer(marshal.dumps(meta), dtype=np.uint8)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -92,7 +94,7 @@ def load(path: Path, schema: AnnotationSchema) -> Prepared | None:
     try:
         with paused_gc(), np.load(path, allow_pickle=False) as data:
             (snapshot, file, duplicates, versions, total, used, row_ids, sessions, scenarios, annotators,
-             per_annotator, measures) = marshal.loads(data["meta"].tobytes())
+             per_annotator, measures, task_ids) = marshal.loads(data["meta"].tobytes())
             rows = RowIndex(row_ids=row_ids, row_index=data["row_index"], row_session=data["row_session"],
                             sessions=sessions, session_scenario=scenarios)
             ratings = {
@@ -104,4 +106,4 @@ def load(path: Path, schema: AnnotationSchema) -> Prepared | None:
         return None
     return Prepared(snapshot=snapshot, path=Path(file), duplicates=duplicates, other_versions=versions,
                     answers_total=total, answers_used=used, rows=rows, annotators=annotators,
-                    per_annotator=per_annotator, ratings=ratings)
+                    per_annotator=per_annotator, ratings=ratings, task_ids=task_ids)

@@ -8,16 +8,19 @@ from collections.abc import Iterable
 
 from pipeline.agreement import figures as charts
 from pipeline.agreement.report_tables import (
+    DISAGREEMENTS_INTRO,
     SUMMARY_HEADER,
+    THRESHOLDS,
     Lookup,
     annotator_matrix,
     cell,
+    disagreement_count,
     measures_in_order,
     pair_matrix,
     scenario_rows,
     summary_rows,
 )
-from pipeline.agreement.results import METRIC_LABELS, AgreementReport
+from pipeline.agreement.results import METRIC_LABELS, AgreementReport, MeasureDisagreements
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:2rem auto;max-width:1200px;color:#222;
@@ -28,6 +31,7 @@ th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:
 th{background:#f3f5f8}td.nc{color:#a00}.meta td:first-child{font-weight:600}
 figure{margin:1rem 0}figcaption{font-size:.8rem;color:#555}img{max-width:100%;height:auto}
 .notes li{margin:.2rem 0}details{margin:.8rem 0}.scroll{overflow-x:auto}
+td.low{background:#fbe3e3;color:#900;font-weight:600}td.tentative{background:#fff4d6}
 """
 
 
@@ -38,7 +42,8 @@ def _table(header: Iterable[str], rows: Iterable[Iterable[str]], css: str = "") 
         cells = []
         for value in row:
             text = str(value)
-            klass = ' class="nc"' if text == "n/c" else ""
+            klass = ' class="nc"' if text == "n/c" else ' class="low"' if text.endswith("(low)") else \
+                ' class="tentative"' if text.endswith("(tentative)") else ""
             cells.append(f"<td{klass}>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead><tbody>' + \
@@ -78,6 +83,25 @@ def _sessions(report: AgreementReport) -> str:
     return _table(["session", "scenario", *measures], rows)
 
 
+def _disagreements(groups: tuple[MeasureDisagreements, ...]) -> str:
+    parts = [f"<p>{html.escape(DISAGREEMENTS_INTRO)}</p>"]
+    for group in groups:
+        rows = []
+        for d in group.shown:
+            answers = "".join(f"<li>{html.escape(a.annotator)}: {html.escape(a.answer)}</li>" for a in d.answers)
+            link = (f'<a href="{html.escape(d.link)}">{html.escape(d.link_label)}</a>' if d.link
+                    else "(no server link)")
+            rows.append(f"<tr><td>{html.escape(d.session_id)}</td><td>{d.row_index}</td><td>{html.escape(d.item)}</td>"
+                        f"<td>{html.escape(d.text)}</td><td><ul>{answers}</ul></td><td>{link}</td></tr>")
+        table = ('<div class="scroll"><table class="disagreements"><thead><tr><th>session</th><th>row</th>'
+                 "<th>item</th><th>text</th><th>answers</th><th>Label Studio</th></tr></thead><tbody>"
+                 + "".join(rows) + "</tbody></table></div>") if rows else ""
+        parts.append(f'<details id="disagree-{html.escape(group.measure)}"><summary>'
+                     f"{html.escape(group.measure)}: {html.escape(disagreement_count(group))}</summary>"
+                     f"{table}</details>")
+    return "".join(parts)
+
+
 def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
     meta = [
         ("annotation snapshot", report.snapshot), ("annotations file", report.annotations_file),
@@ -112,6 +136,7 @@ def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
         _figure("text", pngs.get("text_similarity_per_field.png"),
                 "Text fields: mean pairwise similarity of the annotators' answers (MiniLM) with intervals, and the "
                 "similarity of unrelated answers (different units) as a baseline"),
+        f"<p>{html.escape(THRESHOLDS)}</p>",
         _table(SUMMARY_HEADER, summary_rows(report)),
         "<h2>Per scenario</h2>",
         _table(["measure", "scenario", "units", "alpha / similarity", "Gwet's AC"], scenario_rows(report)),
@@ -125,6 +150,7 @@ def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
         ("<p>alpha of the remaining annotators when one is left out:</p>" + _table(["measure", *names], without))
         if without else "",
         "<h2>Most confused labels</h2>", confusions or "<p>No disagreements on nominal fields.</p>",
+        "<h2 id='disagreements'>Where annotators disagree</h2>", _disagreements(report.disagreements),
         "<h2>Per session</h2><details><summary>alpha (text: similarity) per session and field, with units</summary>",
         _sessions(report), "</details>",
         "<h2>Metrics</h2><ul>" + "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"

@@ -7,7 +7,16 @@ import html
 import io
 from collections.abc import Iterable
 
-from pipeline.agreement.results import METRIC_LABELS, AgreementReport, Figure
+from pipeline.agreement.results import (
+    METRIC_LABELS,
+    RELIABLE,
+    TENTATIVE,
+    AgreementReport,
+    Disagreement,
+    Figure,
+    MeasureDisagreements,
+    band,
+)
 
 CSV_COLUMNS = ("scope", "measure", "level", "metric", "scenario", "session", "annotator", "other", "value", "low",
                "high", "spread", "units", "values", "annotators", "reason")
@@ -53,6 +62,18 @@ def cell(figure: Figure | None, digits: int = 3) -> str:
     return text
 
 
+def banded(figure: Figure | None) -> str:
+    """cell(), with ' (low)' or ' (tentative)' after a chance-corrected coefficient below the thresholds."""
+    mark = band(figure.metric, figure.value) if figure is not None else ""
+    return cell(figure) + (f" ({mark})" if mark else "")
+
+
+THRESHOLDS = (f"Thresholds (Krippendorff 2004): alpha >= {RELIABLE} reliable; {TENTATIVE} <= alpha < {RELIABLE} "
+              f"'tentative' (tentative conclusions only); alpha < {TENTATIVE} 'low'. The same marks are put on "
+              "Gwet's AC1/AC2, Fleiss' and Cohen's kappa for orientation. Percent agreement is not corrected for "
+              "chance and gets no mark.")
+
+
 def measures_in_order(report: AgreementReport) -> list[str]:
     seen: dict[str, None] = {}
     for f in report.figures:
@@ -87,18 +108,18 @@ def summary_rows(report: AgreementReport) -> list[list[str]]:
         if similarity is not None:
             baseline = look.get(measure, "similarity_baseline")
             rows.append([measure, "text", str(similarity.units), f"similarity {cell(similarity)}",
-                         f"baseline {cell(baseline)}" if baseline else "", "", "", similarity.reason])
+                         f"baseline {cell(baseline)}" if baseline else "", "", "", "", similarity.reason])
             continue
         main = alpha or look.get(measure, "percent_agreement")
         level = main.level if main else ""
         rows.append([measure, level, str(main.units if main else 0),
-                     *(cell(look.get(measure, metric)) for metric in SUMMARY_METRICS[:4]),
+                     *(banded(look.get(measure, metric)) for metric in SUMMARY_METRICS),
                      (main.reason if main and main.value is None else "")])
     return rows
 
 
 SUMMARY_HEADER = ["measure", "level", "units", "Krippendorff's alpha", "Gwet's AC1/AC2", "Fleiss' kappa",
-                  "Cohen's kappa (mean of pairs)", "note"]
+                  "Cohen's kappa (mean of pairs)", "percent agreement", "note"]
 
 
 def md_text(value: object) -> str:
@@ -164,6 +185,8 @@ def to_markdown(report: AgreementReport) -> str:
         "",
         "## Agreement per field",
         "",
+        THRESHOLDS,
+        "",
         _markdown_table(SUMMARY_HEADER, summary_rows(report)),
         "",
         "## Per scenario",
@@ -178,7 +201,45 @@ def to_markdown(report: AgreementReport) -> str:
     if rows:
         parts += ["", "## Per annotator against the others (alpha over the annotator's pairs; text: similarity)",
                   "", _markdown_table(["measure", *names], rows)]
+    parts += ["", "## Where annotators disagree", "", DISAGREEMENTS_INTRO]
+    for group in report.disagreements:
+        parts += ["", f"### {md_text(group.measure)}: {disagreement_count(group)}"]
+        if group.shown:
+            parts += ["", _markdown_table(["session", "row", "item", "text", "answers", "Label Studio"],
+                                          [disagreement_cells(d) for d in group.shown])]
     if report.notes:
         parts += ["", "## Notes", ""] + [f"- {md_text(note.message)}" for note in report.notes]
     parts += ["", "Metrics: " + "; ".join(f"`{k}` = {v}" for k, v in METRIC_LABELS.items()) + ".", ""]
     return "\n".join(parts)
+
+
+DISAGREEMENTS_INTRO = ("Per field, the rows (items: row and item) where the annotators' answers differ after "
+                       "normalisation (an empty answer counts as none, as in alpha); text fields are left out "
+                       "(see their similarity). The link opens one annotator's task, named in the link.")
+DISAGREEMENT_COLUMNS = ("measure", "session", "row_id", "row_index", "item", "text", "annotator", "answer",
+                        "task_link", "task")
+
+
+def disagreement_count(group: MeasureDisagreements) -> str:
+    rest = group.total - len(group.shown)
+    return (f"{group.total} of {group.units} units differ" + (f", first {len(group.shown)} listed, {rest} more"
+                                                               if rest else ""))
+
+
+def disagreement_cells(d: Disagreement) -> list[str]:
+    answers = "; ".join(f"{a.annotator}: {a.answer}" for a in d.answers)
+    link = f"{d.link_label}: {d.link}" if d.link else "(no server link)"
+    return [d.session_id, str(d.row_index), d.item, d.text, answers, link]
+
+
+def disagreements_csv(report: AgreementReport) -> str:
+    """The listed disagreements, one line per (unit, annotator), text cells neutralised like agreement.csv."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(DISAGREEMENT_COLUMNS)
+    for group in report.disagreements:
+        for d in group.shown:
+            for a in d.answers:
+                writer.writerow([*map(csv_text, (group.measure, d.session_id, d.row_id)), d.row_index,
+                                 *map(csv_text, (d.item, d.text, a.annotator, a.answer, d.link, d.link_label))])
+    return out.getvalue()

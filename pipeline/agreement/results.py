@@ -12,6 +12,19 @@ from pydantic import Field
 
 from pipeline.records import Record
 
+# Krippendorff (2004, p. 241): rely on alpha >= 0.8; draw tentative conclusions only from 0.667 <= alpha < 0.8.
+RELIABLE, TENTATIVE = 0.8, 0.667
+BANDED_METRICS = frozenset({"alpha", "gwet_ac1", "gwet_ac2", "fleiss_kappa", "cohen_kappa"})
+
+
+def band(metric: str, value: float | None) -> str:
+    """'low' (< 0.667), 'tentative' (< 0.8) or '' for a chance-corrected coefficient; percent agreement and
+    similarities are not banded (they are not chance-corrected, so the thresholds do not apply)."""
+    if metric not in BANDED_METRICS or value is None:
+        return ""
+    return "low" if value < TENTATIVE else "tentative" if value < RELIABLE else ""
+
+
 Scope = Literal["field", "scenario", "session", "annotator", "pair"]
 METRIC_LABELS = {
     "alpha": "Krippendorff's alpha",
@@ -56,8 +69,31 @@ class Confusion(Record):
 
 class InputNote(Record):
     kind: Literal["duplicates", "other_schema_version", "silent_annotator", "adjudicator_left_out",
-                  "single_annotator", "not_computable"]
+                  "single_annotator", "not_computable", "alpha_gwet_divergence"]
     message: str
+
+
+class GivenAnswer(Record):
+    annotator: str
+    answer: str
+
+
+class Disagreement(Record):
+    session_id: str
+    row_id: str
+    row_index: int
+    item: str = ""  # the item key for item sub-fields ("" for row-level measures)
+    text: str = ""  # the row's transcript text ("" when build/transcripts/ does not hold the session)
+    answers: tuple[GivenAnswer, ...]
+    link: str = ""
+    link_label: str = ""
+
+
+class MeasureDisagreements(Record):
+    measure: str
+    units: int  # units with two or more answers
+    total: int  # of those, units where the answers differ
+    shown: tuple[Disagreement, ...]
 
 
 class AgreementReport(Record):
@@ -76,6 +112,8 @@ class AgreementReport(Record):
     notes: tuple[InputNote, ...] = ()
     figures: tuple[Figure, ...] = ()
     confusions: tuple[Confusion, ...] = ()
+    disagreements: tuple[MeasureDisagreements, ...] = Field(
+        default=(), description="per measure, the units where the annotators' answers differ (capped, with the total)")
 
     def find(self, scope: Scope, measure: str, metric: str, **where: str) -> Figure | None:
         for figure in self.figures:

@@ -22,6 +22,8 @@ class AgreementSettings(BaseModel):
     annotators: tuple[str, ...] = Field((), description="expected annotators; one who labelled nothing is reported")
     adjudicators: tuple[str, ...] = Field(
         (), description="accounts whose answers settle disagreements; left out of the agreement figures")
+    disagreements_per_field: int = Field(
+        20, ge=0, description="disagreeing rows listed per field in the report (the rest are counted)")
     min_annotators: int = Field(2, ge=1, description="a row field with fewer answers goes to the adjudication queue")
     majority_share: float = Field(0.5, ge=0, lt=1, description="majority = strictly more than this share of answers")
     interval_max_spread: float = Field(
