@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from pipeline.console import line, styled
+
 from pipeline.corpus.context import StepOutcome
 from pipeline.project import Project
 
@@ -12,7 +14,7 @@ COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "waiting": 
 
 def print_outcome(console: Console, outcome: StepOutcome) -> None:
     colour = COLOURS[outcome.status]
-    console.print(f"{outcome.step}: [{colour}]{outcome.status}[/] - {outcome.message}", highlight=False)
+    console.print(line(f"{outcome.step}: ", styled(outcome.status, colour), f" - {outcome.message}"))
     for note in outcome.notes[:20]:
         console.print(f"  {note}", highlight=False)
     if len(outcome.notes) > 20:
