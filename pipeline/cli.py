@@ -79,9 +79,9 @@ def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str
             )
         ran += len(report.ran)
         failed += len(report.failed)
+        took = f" ({report.elapsed_s:.1f} s)" if report.ran or report.failed else ""
         console.print(f"{name}: {len(report.ran)} ran, {len(report.up_to_date)} up to date, "
-                      f"{len(report.failed)} failed, {len(report.blocked)} waiting -> {report.manifest}",
-                      highlight=False)
+                      f"{len(report.failed)} failed, {len(report.blocked)} waiting -> {report.manifest}{took}")
         for session_id, error in report.failed.items():
             err_console.print(line("  ", styled("failed", "red"), f" {session_id}: {error}"))
     if not ran and not failed:

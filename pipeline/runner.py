@@ -3,12 +3,15 @@ atomically (optionally in a process pool), record each outcome, and rebuild the 
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from pydantic import Field
 
 from pipeline import __version__
 from pipeline.catalog import load_catalog
@@ -38,6 +41,7 @@ class SessionStatus(Record):
     session_id: str
     state: State
     reason: str = ""
+    elapsed_s: float | None = Field(default=None, description="seconds its last run took (None: never ran)")
 
 
 @dataclass
@@ -48,6 +52,7 @@ class StageReport:
     failed: dict[str, str] = field(default_factory=dict)
     blocked: list[str] = field(default_factory=list)
     manifest: str = ""
+    elapsed_s: float = 0.0  # wall-clock seconds of this stage in this run, all sessions together
 
 
 @dataclass(frozen=True)
@@ -112,13 +117,15 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
 
 
 def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionStatus:
+    run = read_run(ctx.project, stage, entry.session_id)
+
     def status(state: State, reason: str = "") -> SessionStatus:
-        return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason)
+        return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason,
+                             elapsed_s=run.elapsed_s if run is not None else None)
 
     wanted = fingerprint(ctx, stage, entry)
     if wanted is None:
         return status("blocked", f"waiting for {', '.join(stage.after)}")
-    run = read_run(ctx.project, stage, entry.session_id)
     if run is None:
         return status("pending")
     if run.fingerprint != wanted:
@@ -137,6 +144,7 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -
 
     Top-level (picklable) so a process pool can run it; it reloads settings from the root itself.
     """
+    started = time.perf_counter()
     project = Project(root)
     stage = STAGES[stage_name]
     settings = load_settings(root)
@@ -155,6 +163,7 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -
                        detail=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
         run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
+    run = run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
     write_record_atomic(state_path(project, stage, entry.session_id), run)
     return run
 
@@ -183,6 +192,7 @@ def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: 
 
 def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int,
                       on_start: Callable[[int], None], on_done: Callable[[StageRun], None]) -> StageReport:
+    started = time.perf_counter()
     for area in (stage.area, f"state/{stage.name}", "manifests"):
         sweep_leftovers(ctx.project.build / area)
     report = StageReport(stage.name)
@@ -216,6 +226,7 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
         else:
             report.failed[run.session_id] = run.error
     report.manifest = ctx.project.rel(write_manifest(ctx, stage))
+    report.elapsed_s = round(time.perf_counter() - started, 2)
     return report
 
 
