@@ -76,6 +76,8 @@ def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str
                 context, stage, entries, jobs=jobs,
                 on_start=lambda n: progress.update(task, total=n),
                 on_done=lambda run: progress.update(task, advance=1, current=run.session_id),
+                on_progress=lambda sid, done, total, unit: progress.update(
+                    task, current=f"{sid}: {done:.0f}/{total:.0f} {unit}"),
             )
         ran += len(report.ran)
         failed += len(report.failed)
