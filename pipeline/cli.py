@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -17,9 +16,7 @@ from pipeline.cli_lock import writer
 from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 
-# soft_wrap: long paths and messages stay on one line when piped or logged.
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+from pipeline.console import console, err_console, line, styled  # noqa: F401  (console: speech commands use it)
 
 
 class RescueGroup(click.Group):
@@ -33,9 +30,9 @@ class RescueGroup(click.Group):
             error = exc if isinstance(exc, RescueError) else os_error_message(exc)
             if error is None or (ctx.obj or {}).get("debug"):
                 raise
-            err_console.print(f"[bold red]error:[/] {error.message}", highlight=False)
+            err_console.print(line(styled("error:", "bold red"), " ", error.message))
             if error.fix:
-                err_console.print(f"  [bold]fix:[/] {error.fix}", highlight=False)
+                err_console.print(line("  ", styled("fix:", "bold"), " ", error.fix))
             sys.exit(1)
 
 
@@ -55,8 +52,8 @@ def main(ctx: click.Context, root: Path | None, debug: bool) -> None:
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[current]}"), TimeElapsedColumn(), console=err_console,
+    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[current]}", markup=False), TimeElapsedColumn(), console=err_console,
                     transient=False, disable=not err_console.is_terminal)
 
 
@@ -79,14 +76,16 @@ def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str
                 context, stage, entries, jobs=jobs,
                 on_start=lambda n: progress.update(task, total=n),
                 on_done=lambda run: progress.update(task, advance=1, current=run.session_id),
+                on_progress=lambda sid, done, total, unit: progress.update(
+                    task, current=f"{sid}: {done:.0f}/{total:.0f} {unit}"),
             )
         ran += len(report.ran)
         failed += len(report.failed)
+        took = f" ({report.elapsed_s:.1f} s)" if report.ran or report.failed else ""
         console.print(f"{name}: {len(report.ran)} ran, {len(report.up_to_date)} up to date, "
-                      f"{len(report.failed)} failed, {len(report.blocked)} waiting -> {report.manifest}",
-                      highlight=False)
+                      f"{len(report.failed)} failed, {len(report.blocked)} waiting -> {report.manifest}{took}")
         for session_id, error in report.failed.items():
-            err_console.print(f"  [red]failed[/] {session_id}: {error}", highlight=False)
+            err_console.print(line("  ", styled("failed", "red"), f" {session_id}: {error}"))
     if not ran and not failed:
         console.print(f"Nothing to do: all {len(entries)} session(s) are up to date.")
     return failed
@@ -164,10 +163,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
     colours = {"done": "green", "stale": "yellow", "failed": "red", "pending": "cyan", "blocked": "dim"}
     for entry in context.catalog:
         cells = [r for r in rows if r.session_id == entry.session_id]
-        table.add_row(entry.session_id, *(f"[{colours[c.state]}]{c.state}[/]" for c in cells))
+        table.add_row(entry.session_id, *(styled(c.state, colours[c.state]) for c in cells))
     console.print(table)
     for stage in STAGES.values():
-        console.print(f"  [bold]{stage.name}[/]: {stage.summary}", highlight=False)
+        console.print(line("  ", styled(stage.name, "bold"), f": {stage.summary}"))
     for row in rows:
         if row.state in {"failed", "stale"} and row.reason:
             console.print(f"  {row.session_id} {row.stage}: {row.reason}", highlight=False)
@@ -175,16 +174,18 @@ def status(ctx: click.Context, as_json: bool) -> None:
         if sessions:
             console.print(f"  {name}: outputs kept for sessions no longer in the catalog: {', '.join(sessions)}")
     if corpus:
-        console.print("corpus steps, last run: " + ", ".join(
-            f"{c['step']} [{'green' if c['status'] == 'done' else 'red'}]{c['status']}[/]" for c in corpus))
+        steps = [part for c in corpus for part in
+                 (", " if c is not corpus[0] else "", f"{c['step']} ",
+                  styled(c["status"], "green" if c["status"] == "done" else "red"))]
+        console.print(line("corpus steps, last run: ", *steps))
         for c in corpus:
             if c["error"]:
                 console.print(f"  {c['step']}: {c['error']}", highlight=False)
     if labelstudio:
         colour = "yellow" if labelstudio["orphaned"] else "green"
-        console.print(f"[{colour}]{labelstudio['message']}[/]", highlight=False)
+        console.print(styled(labelstudio["message"], colour))
     for warning in reused:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        console.print(line(styled("warning:", "yellow"), f" {warning}"))
 
 
 @main.command()
@@ -219,7 +220,10 @@ def sample(ctx: click.Context, force: bool) -> None:
 @click.pass_context
 def add_session(ctx: click.Context, video: Path, session_id: str, scenario: str, participants: tuple[str, ...],
                 subtitles: Path | None, clip: tuple[str, str] | None, source: str, catalog: Path | None) -> None:
-    """Validate a video inside raw_video/, hash it and add it to the catalog."""
+    """Validate a video inside raw_video/, hash it and add it to the catalog.
+
+    A relative VIDEO, --subtitles or --catalog path is read from the project root (--root), else from the
+    current folder."""
     from pipeline.catalog import parse_time
     from pipeline.media.register import register_session
     from pipeline.settings import load_settings
@@ -239,7 +243,7 @@ def add_session(ctx: click.Context, video: Path, session_id: str, scenario: str,
     from pipeline.catalog import load_catalog, shared_videos
 
     for warning in shared_videos((item.entry for item in load_catalog(project)), entry.session_id):
-        err_console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err_console.print(line(styled("warning:", "yellow"), f" {warning}"))
 
 
 from pipeline.tasks.commands import compare_released, evaluate, freeze, verify  # noqa: E402  (task family)

@@ -3,6 +3,7 @@ atomically (optionally in a process pool), record each outcome, and rebuild the 
 
 from __future__ import annotations
 
+import time
 import traceback
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -10,10 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field
+
 from pipeline import __version__
 from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError, os_error_message
 from pipeline.lock import build_lock
+from pipeline.progress import Reporter, reporting
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
 from pipeline.settings import Settings, load_settings
@@ -38,6 +42,7 @@ class SessionStatus(Record):
     session_id: str
     state: State
     reason: str = ""
+    elapsed_s: float | None = Field(default=None, description="seconds its last run took (None: never ran)")
 
 
 @dataclass
@@ -48,6 +53,7 @@ class StageReport:
     failed: dict[str, str] = field(default_factory=dict)
     blocked: list[str] = field(default_factory=list)
     manifest: str = ""
+    elapsed_s: float = 0.0  # wall-clock seconds of this stage in this run, all sessions together
 
 
 @dataclass(frozen=True)
@@ -112,13 +118,15 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
 
 
 def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionStatus:
+    run = read_run(ctx.project, stage, entry.session_id)
+
     def status(state: State, reason: str = "") -> SessionStatus:
-        return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason)
+        return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason,
+                             elapsed_s=run.elapsed_s if run is not None else None)
 
     wanted = fingerprint(ctx, stage, entry)
     if wanted is None:
         return status("blocked", f"waiting for {', '.join(stage.after)}")
-    run = read_run(ctx.project, stage, entry.session_id)
     if run is None:
         return status("pending")
     if run.fingerprint != wanted:
@@ -132,11 +140,14 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
     return status("done")
 
 
-def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -> StageRun:
+def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
+                on_progress: Reporter | None = None) -> StageRun:
     """Run one stage for one session in a temp folder that replaces the old output only on success.
 
     Top-level (picklable) so a process pool can run it; it reloads settings from the root itself.
+    `on_progress` hears the stage's progress inside the session (in this process only).
     """
+    started = time.perf_counter()
     project = Project(root)
     stage = STAGES[stage_name]
     settings = load_settings(root)
@@ -144,7 +155,7 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -
     common = dict(stage=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
     try:
         inputs = _stamps(project, stage, entry)
-        with atomic_dir(final) as workdir:
+        with atomic_dir(final) as workdir, reporting(on_progress):
             stage.run(project, entry, settings, workdir, final)
         run = StageRun(status="done", outputs=describe_outputs(root, final), inputs=inputs, **common)
     except RescueError as exc:
@@ -155,6 +166,7 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str) -
                        detail=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
         run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
+    run = run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
     write_record_atomic(state_path(project, stage, entry.session_id), run)
     return run
 
@@ -175,14 +187,21 @@ def write_manifest(ctx: Context, stage: Stage) -> Path:
 
 def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
               on_start: Callable[[int], None] = lambda n: None,
-              on_done: Callable[[StageRun], None] = lambda run: None) -> StageReport:
-    """Run `stage` for each entry that is not up to date; failures are recorded, not raised."""
+              on_done: Callable[[StageRun], None] = lambda run: None,
+              on_progress: Callable[[str, float, float, str], None] = lambda session, done, total, unit: None
+              ) -> StageReport:
+    """Run `stage` for each entry that is not up to date; failures are recorded, not raised. `on_progress`
+    hears (session, done, total, unit) from inside each session's run when sessions run one at a time;
+    with a process pool (`jobs` > 1) only whole sessions are reported (`on_done`)."""
     with build_lock(ctx.project):
-        return _run_stage_locked(ctx, stage, entries, jobs=jobs, on_start=on_start, on_done=on_done)
+        return _run_stage_locked(ctx, stage, entries, jobs=jobs, on_start=on_start, on_done=on_done,
+                                 on_progress=on_progress)
 
 
 def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int,
-                      on_start: Callable[[int], None], on_done: Callable[[StageRun], None]) -> StageReport:
+                      on_start: Callable[[int], None], on_done: Callable[[StageRun], None],
+                      on_progress: Callable[[str, float, float, str], None]) -> StageReport:
+    started = time.perf_counter()
     for area in (stage.area, f"state/{stage.name}", "manifests"):
         sweep_leftovers(ctx.project.build / area)
     report = StageReport(stage.name)
@@ -208,7 +227,8 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
     else:
         runs = []
         for entry, wanted in todo:
-            runs.append(run_session(root, stage.name, entry, wanted))
+            runs.append(run_session(root, stage.name, entry, wanted,
+                                    lambda done, total, unit, sid=entry.session_id: on_progress(sid, done, total, unit)))
             on_done(runs[-1])
     for run in runs:
         if run.status == "done":
@@ -216,6 +236,7 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
         else:
             report.failed[run.session_id] = run.error
     report.manifest = ctx.project.rel(write_manifest(ctx, stage))
+    report.elapsed_s = round(time.perf_counter() - started, 2)
     return report
 
 

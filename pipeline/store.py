@@ -166,6 +166,7 @@ class StageRun(Record):
     detail: str = Field(default="", description="traceback of an internal error, for bug reports")
     code_version: str
     finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    elapsed_s: float = Field(default=0.0, description="wall-clock seconds the run took")
 
 
 def describe_outputs(root: Path, folder: Path) -> tuple[OutputFile, ...]:

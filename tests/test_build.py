@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -143,3 +144,45 @@ def test_a_second_writer_is_refused_while_one_runs(project: Project, add_video: 
         holder.wait()
     with build_lock(project):  # in one process, the command's lock and the stage's are the same
         assert run_stage(context, INGEST, list(context.catalog)).ran == ["a"]
+
+
+def test_each_stage_and_session_reports_how_long_it_took(project: Project,
+                                                         add_video: Callable[..., CatalogEntry]) -> None:
+    add_video("a", 3.0)
+    first = rescue(project, "ingest")
+    assert first.returncode == 0, first.stderr
+    took = re.search(r"ingest: 1 ran, 0 up to date, 0 failed, 0 waiting -> \S+ \((\d+\.\d) s\)", first.stdout)
+    assert took and float(took[1]) > 0, first.stdout
+    status = json.loads(rescue(project, "status", "--json").stdout)
+    (row,) = [r for r in status["sessions"] if r["stage"] == "ingest"]
+    assert 0 < row["elapsed_s"] <= float(took[1]) + 0.1  # one session's run, inside the stage's time
+    never = [r for r in status["sessions"] if r["stage"] == "transcribe"]
+    assert never and never[0]["elapsed_s"] is None
+    assert "(" not in rescue(project, "ingest").stdout.splitlines()[0]  # nothing ran: no time to report
+
+
+def test_corpus_steps_report_their_own_time(sample_project: Project) -> None:
+    import shutil
+
+    from pipeline.console import console
+    from pipeline.corpus.commands import print_outcome
+    from pipeline.corpus.context import CorpusContext
+    from pipeline.corpus.state import corpus_status
+    from tests.labelstudio_fixtures import REPO
+
+    shutil.copytree(REPO / "annotation_schemas", sample_project.schemas)
+    ctx = CorpusContext.load(sample_project)
+    ctx.begin("gold")
+    time.sleep(1.0)
+    ctx.done("gold", "fp")
+    ctx.record("gold", "ran", "2 session(s)")
+    ctx.record("freeze", "up to date", "release v1")  # decided at once: its own time, not gold's
+    gold, freeze = ctx.outcomes
+    assert gold.elapsed_s >= 1.0 and freeze.elapsed_s < 1.0
+    with console.capture() as captured:
+        print_outcome(console, gold)
+        print_outcome(console, freeze)
+    assert captured.get().splitlines() == [f"gold: ran - 2 session(s) ({gold.elapsed_s:.1f} s)",
+                                           "freeze: up to date - release v1"]
+    (state,) = corpus_status(sample_project)
+    assert state["step"] == "gold" and state["elapsed_s"] >= 1.0

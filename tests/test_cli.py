@@ -66,3 +66,41 @@ def test_add_session_with_bad_clip_text(project: Project) -> None:
     result = CliRunner().invoke(main, ["--root", str(project.root), "add-session", str(project.raw_video / "v.mp4"),
                                        "--id", "v", "--scenario", "couple", "-p", "A", "--clip", "x", "9"])
     assert result.exit_code == 1 and "--clip x 9: not seconds or HH:MM:SS" in result.output
+
+
+def test_bracketed_text_in_messages_is_printed_as_it_is(project: Project) -> None:
+    """Rich markup must not eat `[tool.rescue.ingest]` (it did: "lower  min_clip_seconds")."""
+    make_video(project.raw_video / "short.mp4", 3.0)
+    result = CliRunner().invoke(main, ["--root", str(project.root), "add-session", str(project.raw_video / "short.mp4"),
+                                       "--id", "s", "--scenario", "couple", "-p", "Ann", "--clip", "0", "2"])
+    assert result.exit_code == 1
+    assert "lower [tool.rescue.ingest] min_clip_seconds" in result.output, result.output
+    assert "error: " in result.output and "fix: " in result.output
+
+
+def test_build_step_messages_keep_their_brackets() -> None:
+    from pipeline.console import console
+    from pipeline.corpus.commands import print_outcome
+    from pipeline.corpus.context import StepOutcome
+
+    outcome = StepOutcome(step="sample-annotations", status="skipped",
+                          message="sample_annotations = false in [tool.rescue.build]", notes=("row [3] of s/a",))
+    with console.capture() as captured:
+        print_outcome(console, outcome)
+    assert captured.get() == ("sample-annotations: skipped - sample_annotations = false in [tool.rescue.build]\n"
+                              "  row [3] of s/a\n")
+
+
+def test_a_relative_video_is_read_from_the_project_root(project: Project, tmp_path_factory: pytest.TempPathFactory,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    make_video(project.raw_video / "x.mp4", 2.0)
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(elsewhere)  # the user runs the command from another folder, naming the project with --root
+    result = CliRunner().invoke(main, ["--root", str(project.root), "add-session", "raw_video/x.mp4",
+                                       "--id", "x", "--scenario", "couple", "-p", "Ann", "-p", "Bob"])
+    assert result.exit_code == 0, result.output
+    assert "added x (raw_video/x.mp4" in result.output
+    missing = CliRunner().invoke(main, ["--root", str(project.root), "add-session", "raw_video/nope.mp4",
+                                        "--id", "n", "--scenario", "couple", "-p", "Ann", "-p", "Bob"])
+    assert missing.exit_code == 1
+    assert f"looked for {project.root / 'raw_video/nope.mp4'} and {elsewhere / 'raw_video/nope.mp4'}" in missing.output

@@ -6,14 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline.cli_lock import writer
+from pipeline.console import console, err_console
 from pipeline.project import Project
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
 
 _snapshot = click.option("--snapshot", default=None, metavar="NAME",
                          help="Annotation snapshot folder under build/annotations/ (default: the newest).")
@@ -39,7 +37,7 @@ class _Bar:
     """One rich progress bar whose task is renamed as the work moves on (embedding, bootstrap, ...)."""
 
     def __init__(self) -> None:
-        self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), console=err_console, transient=True,
                                  disable=not err_console.is_terminal)
         self.task = self.progress.add_task("reading", total=None)

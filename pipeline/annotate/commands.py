@@ -6,14 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from pipeline.cli_lock import writer
+from pipeline.console import console, err_console, line, styled
 from pipeline.project import Project
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
 
 
 def _project(ctx: click.Context) -> Project:
@@ -138,7 +136,7 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
     from pipeline.annotate.push import push_rows
 
     project = _project(ctx)
-    progress = Progress(TextColumn("[bold]push {task.description}"), BarColumn(), MofNCompleteColumn(),
+    progress = Progress(TextColumn("push {task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
     bars: dict[str, int] = {}
 
@@ -181,11 +179,11 @@ def pull(ctx: click.Context) -> None:
                       f"({part.cancelled} skipped, {part.superseded} superseded by a later save of the same "
                       f"annotator), {len(part.annotators)} annotator(s) -> {part.records} records, "
                       f"{part.quarantined} quarantined", highlight=False)
-        for line in part.superseded_detail[:5]:
-            console.print(f"  {line}", highlight=False)
+        for detail in part.superseded_detail[:5]:
+            console.print(f"  {detail}")
         if part.foreign:
-            console.print(f"  [yellow]{part.foreign} annotation(s) by other accounts in {part.annotator}'s own "
-                          "project: quarantined, not merged[/]", highlight=False)
+            console.print(styled(f"  {part.foreign} annotation(s) by other accounts in {part.annotator}'s own "
+                                 "project: quarantined, not merged", "yellow"))
         if part.reanchored or part.unplaced:
             console.print(f"  rows re-cut since annotation: {part.reanchored} annotation(s) re-anchored by time "
                           f"overlap, {part.unplaced} not placed (quarantined)", highlight=False)
@@ -193,5 +191,5 @@ def pull(ctx: click.Context) -> None:
     console.print(f"snapshot {summary.snapshot} -> {summary.folder}/ (waited {waited:.1f} s for the server's "
                   f"exports, parsed in {parsed:.1f} s)", highlight=False)
     if summary.quarantined:
-        console.print(f"[yellow]{summary.quarantined} quarantined[/]: see {Path(summary.folder) / QUARANTINE_FILE}",
-                      highlight=False)
+        console.print(line(styled(f"{summary.quarantined} quarantined", "yellow"),
+                           f": see {Path(summary.folder) / QUARANTINE_FILE}"))

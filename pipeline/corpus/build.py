@@ -68,7 +68,7 @@ def server_needed(ctx: CorpusContext) -> str | None:
 @contextmanager
 def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
     """Record a failing step's error and turn it into one RescueError naming the step."""
-    ctx.on_begin(name)
+    ctx.begin(name)
     try:
         yield
     except RescueError as exc:

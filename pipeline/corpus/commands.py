@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from pipeline.console import line, styled
+
 from pipeline.corpus.context import StepOutcome
 from pipeline.project import Project
 
@@ -12,7 +14,8 @@ COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "waiting": 
 
 def print_outcome(console: Console, outcome: StepOutcome) -> None:
     colour = COLOURS[outcome.status]
-    console.print(f"{outcome.step}: [{colour}]{outcome.status}[/] - {outcome.message}", highlight=False)
+    took = f" ({outcome.elapsed_s:.1f} s)" if outcome.status == "ran" else ""
+    console.print(line(f"{outcome.step}: ", styled(outcome.status, colour), f" - {outcome.message}{took}"))
     for note in outcome.notes[:20]:
         console.print(f"  {note}", highlight=False)
     if len(outcome.notes) > 20:

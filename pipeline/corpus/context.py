@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
+
+from pydantic import Field
 
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.push import schema_path
@@ -22,6 +25,7 @@ class StepOutcome(Record):
     status: Status
     message: str
     notes: tuple[str, ...] = ()
+    elapsed_s: float = Field(default=0.0, description="wall-clock seconds since the previous step finished")
 
 
 @dataclass
@@ -34,6 +38,7 @@ class CorpusContext:
     on_step: Callable[[StepOutcome], None] = lambda outcome: None
     on_begin: Callable[[str], None] = lambda step: None
     outcomes: list[StepOutcome] = field(default_factory=list)
+    mark: float = field(default_factory=time.perf_counter)  # when the step now running began (steps run in turn)
 
     @classmethod
     def load(cls, project: Project, **callbacks: Callable) -> CorpusContext:  # type: ignore[type-arg]
@@ -45,10 +50,19 @@ class CorpusContext:
     def agreement(self) -> AgreementSettings:
         return self.settings.agreement
 
+    def begin(self, step: str) -> None:
+        self.mark = time.perf_counter()
+        self.on_begin(step)
+
+    def elapsed(self) -> float:
+        return round(time.perf_counter() - self.mark, 2)
+
     def record(self, step: str, status: Status, message: str, notes: list[str] | tuple[str, ...] = ()) -> None:
-        outcome = StepOutcome(step=step, status=status, message=message, notes=tuple(notes))
+        outcome = StepOutcome(step=step, status=status, message=message, notes=tuple(notes), elapsed_s=self.elapsed())
+        self.mark = time.perf_counter()  # the next outcome's time starts here
         self.outcomes.append(outcome)
         self.on_step(outcome)
 
     def done(self, step: str, fingerprint: str, **detail: object) -> None:
-        write_state(self.project, StepState(step=step, fingerprint=fingerprint, status="done", detail=detail))  # type: ignore[arg-type]
+        write_state(self.project, StepState(step=step, fingerprint=fingerprint, status="done", detail=detail,  # type: ignore[arg-type]
+                                            elapsed_s=self.elapsed()))

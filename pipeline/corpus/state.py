@@ -34,6 +34,7 @@ class StepState(Record):
     error: str = ""
     code_version: str = __version__
     finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    elapsed_s: float = Field(default=0.0, description="wall-clock seconds the step took")
 
 
 def state_path(project: Project, step: str) -> Path:
@@ -89,12 +90,12 @@ def fingerprint(step: str, step_version: str, **inputs: object) -> str:
     return sha256_json({"step": step, "step_version": step_version, "code": __version__, **inputs})
 
 
-def corpus_status(project: Project) -> list[dict[str, str]]:
+def corpus_status(project: Project) -> list[dict[str, object]]:
     """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
     found = []
     for step in STEPS:
         state = read_state(project, step)
         if state is not None:
             found.append({"step": step, "status": state.status, "finished_at": state.finished_at,
-                          "error": state.error})
+                          "elapsed_s": state.elapsed_s, "error": state.error})
     return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import wave
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -130,7 +130,8 @@ class ClipSpan:
     end: float
 
 
-def cut_clips(source: Path, clips: Sequence[ClipSpan], *, has_video: bool) -> None:
+def cut_clips(source: Path, clips: Sequence[ClipSpan], *, has_video: bool,
+              done: Callable[[int], None] = lambda clips_cut: None) -> None:
     """Re-encode many [start, end) spans of `source`, each to its own MP4, in one ffmpeg process per
     CLIPS_PER_PASS consecutive clips: the source is decoded once per pass (from the pass's first start) and split
     to one trim + encoder per clip. The trims are what ffmpeg's own accurate input seek (`cut_clip`) inserts, so
@@ -154,3 +155,4 @@ def cut_clips(source: Path, clips: Sequence[ClipSpan], *, has_video: bool) -> No
             # costs half as much, at the same bitrate and clip sizes (measured on the samples)
             outputs.append(_clip_output(streams, clip.target, has_video, aac_coder="fast"))
         _run(ffmpeg.merge_outputs(*outputs), source, f"cut {len(batch)} clips")
+        done(first + len(batch))

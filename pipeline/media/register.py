@@ -16,15 +16,28 @@ from pipeline.settings import IngestSettings
 from pipeline.store import sha256_file
 
 
+def given_path(project: Project, path: Path) -> Path:
+    """A path typed on the command line: a relative one is read from the project root (`--root`), else from
+    the current folder, so `rescue --root DIR add-session raw_video/x.mkv` means DIR's raw_video/."""
+    if path.is_absolute():
+        return lexical(path)
+    for base in (project.root, Path.cwd()):
+        if (base / path).exists():
+            return lexical(base / path)
+    return lexical(project.root / path)
+
+
 def _inside_raw_video(project: Project, path: Path, what: str) -> Path:
-    full = lexical(path)
+    full = given_path(project, path)
     if not full.is_relative_to(project.raw_video):
         raise RescueError(f"{what} {path} is outside {project.raw_video}/",
                           "move or symlink the file into raw_video/ first (see raw_video/README.md)")
     if full.is_dir():
         raise RescueError(f"{what} {path} is a folder, not a file", f"name the {what} file inside it")
     if not full.is_file():
-        raise RescueError(f"{what} {path} not found", "check the path")
+        tried = dict.fromkeys(str(lexical(base / path)) for base in (project.root, Path.cwd()))
+        raise RescueError(f"{what} {path} not found" + ("" if path.is_absolute() else f" (looked for {' and '.join(tried)})"),
+                          "check the path; a relative path is read from the project root, else the current folder")
     return full
 
 
@@ -53,5 +66,5 @@ def register_session(project: Project, *, video: Path, session_id: str, scenario
         raise RescueError(f"cannot add session {session_id!r}: {describe_validation(exc)}",
                           "correct the options; see `rescue add-session --help`") from exc
     check_span(entry, ffmpeg_adapter.probe(video_path), settings)
-    append_entry(project, catalog or project.main_catalog, entry)
+    append_entry(project, given_path(project, catalog) if catalog else project.main_catalog, entry)
     return entry

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.progress import window_reporter
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.settings import Settings
@@ -114,7 +115,8 @@ def diarize_audio(audio: Path, settings: DiarizationSettings, bounds: tuple[int 
     num, low, high = bounds
     for index, (start, end) in enumerate(spans):
         turns, window_centroids = pyannote_adapter.diarize(
-            loaded, wav.read_span(audio, start, end), start, num_speakers=num, min_speakers=low, max_speakers=high)
+            loaded, wav.read_span(audio, start, end), start, num_speakers=num, min_speakers=low, max_speakers=high,
+            progress=window_reporter(start, end, spans[0][0], spans[-1][1]))
         raw.extend((s, min(e, end), (index, label)) for s, e, label in turns)
         centroids.append(window_centroids)
     ids = link_windows(centroids, settings.clustering_threshold, bounds) if len(spans) > 1 else {}

@@ -15,6 +15,7 @@ import logging
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -133,9 +134,26 @@ def load(settings: DiarizationSettings) -> LoadedDiarization:
     return loaded
 
 
+# Share of a window's time in pyannote's steps that report batches (segmentation, then embeddings): the
+# embeddings dominate on a CPU. Only for the progress bar: an estimate, never used for results.
+_STEP_SHARE = {"segmentation": (0.0, 0.3), "embeddings": (0.3, 1.0)}
+
+
+def _hook(progress: Callable[[float], None]) -> Callable[..., None]:
+    """pyannote's pipeline hook (step name, artifact, file, total, completed) -> the fraction of the window."""
+    def hook(step: str, artifact: object, file: object = None, total: int | None = None,
+             completed: int | None = None) -> None:
+        if step in _STEP_SHARE and total and completed is not None:
+            low, high = _STEP_SHARE[step]
+            progress(low + (high - low) * completed / total)
+
+    return hook
+
+
 def diarize(loaded: LoadedDiarization, samples: np.ndarray, offset: float, *, num_speakers: int | None,
-            min_speakers: int | None, max_speakers: int | None) -> tuple[list[tuple[float, float, str]],
-                                                                      dict[str, np.ndarray]]:
+            min_speakers: int | None, max_speakers: int | None,
+            progress: Callable[[float], None] = lambda fraction: None) -> tuple[list[tuple[float, float, str]],
+                                                                                dict[str, np.ndarray]]:
     """Speaker turns (start, end, label) of float32 16 kHz `samples`, shifted by `offset`, overlapping turns
     kept; and one centroid embedding per label (to link labels across windows)."""
     import torch
@@ -146,7 +164,8 @@ def diarize(loaded: LoadedDiarization, samples: np.ndarray, offset: float, *, nu
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. "detected number of speakers outside the given bounds"
         output = loaded.pipeline(file, num_speakers=num_speakers, min_speakers=min_speakers,
-                                 max_speakers=max_speakers)
+                                 max_speakers=max_speakers, hook=_hook(progress))
+    progress(1.0)
     loaded.inference_seconds += time.perf_counter() - began
     annotation = getattr(output, "speaker_diarization", output)
     turns = [(round(segment.start + offset, 3), round(segment.end + offset, 3), str(label))

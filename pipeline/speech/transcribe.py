@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import RescueError
+from pipeline.progress import window_reporter
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
 from pipeline.settings import Settings, load_settings
@@ -92,7 +93,8 @@ def transcribe_audio(audio: Path, settings: AsrSettings) -> AsrResult:
     spans = wav.plan_windows(audio, settings.window_seconds)
     segments: list[SpeechSegment] = []
     for start, end in spans:
-        segments.extend(whisperx_adapter.transcribe(loaded, wav.read_span(audio, start, end), start))
+        segments.extend(whisperx_adapter.transcribe(loaded, wav.read_span(audio, start, end), start,
+                                                    progress=window_reporter(start, end, spans[0][0], spans[-1][1])))
     warnings = list(loaded.warnings)
     if not segments:
         warnings.append("no speech found (the voice-activity detector heard none, or only music/noise): "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pipeline.errors import RescueError
 from pipeline.media import ffmpeg_adapter
+from pipeline.progress import advance
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, TranscriptRow
 from pipeline.settings import Settings
@@ -190,7 +191,8 @@ def cut_clips(project: Project, entry: CatalogEntry, rows: list[TranscriptRow], 
         end = min(row.end, media.duration)
         spans.append(ffmpeg_adapter.ClipSpan(folder / name, row.start, max(end, row.start + 0.05)))
         out.append(row.model_copy(update={"clip": project.rel(final_dir / CLIPS_FOLDER / name)}))
-    ffmpeg_adapter.cut_clips(project.abs(media.session_video), spans, has_video=media.video_stream is not None)
+    ffmpeg_adapter.cut_clips(project.abs(media.session_video), spans, has_video=media.video_stream is not None,
+                             done=lambda cut: advance(cut, len(spans), "clips"))
     return out
 
 

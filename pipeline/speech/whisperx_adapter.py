@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
@@ -200,13 +201,17 @@ def _whisperx_words(loaded: LoadedAsr, segments: list[dict], audio: np.ndarray) 
     return words
 
 
-def transcribe(loaded: LoadedAsr, audio: np.ndarray, offset: float) -> list[SpeechSegment]:
-    """Transcribe float32 16 kHz samples; times in the result are shifted by `offset` seconds."""
+def transcribe(loaded: LoadedAsr, audio: np.ndarray, offset: float,
+               progress: Callable[[float], None] = lambda fraction: None) -> list[SpeechSegment]:
+    """Transcribe float32 16 kHz samples; times in the result are shifted by `offset` seconds. `progress`
+    hears the fraction of the samples' speech batches done (WhisperX's own progress callback)."""
     loaded.model.stash = []
     began = time.perf_counter()
     result = loaded.pipeline.transcribe(audio, batch_size=loaded.settings.batch_size,
                                         chunk_size=loaded.settings.chunk_seconds,
-                                        language=loaded.settings.language or None)
+                                        language=loaded.settings.language or None,
+                                        progress_callback=lambda percent: progress(percent / 100))
+    progress(1.0)
     segments = [dict(seg) for seg in result["segments"]]
     batch_count = -(-len(segments) // loaded.settings.batch_size)
     if loaded.word_timing == "whisperx-align" and segments:

@@ -9,15 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from pipeline.cli_lock import writer
+from pipeline.console import console, err_console, line, styled
 from pipeline.errors import RescueError
 from pipeline.project import Project
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
 TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
 
 
@@ -55,9 +53,9 @@ def _model(value: str) -> dict[str, str]:
 
 def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> None:
     for warning in warnings[:shown]:
-        err_console.print(f"[yellow]warning[/] {warning}", highlight=False)
+        err_console.print(line(styled("warning", "yellow"), f" {warning}"))
     if len(warnings) > shown:
-        err_console.print(f"[yellow]warning[/] ... and {len(warnings) - shown} more ({where})")
+        err_console.print(line(styled("warning", "yellow"), f" ... and {len(warnings) - shown} more ({where})"))
 
 
 @click.command()
@@ -128,11 +126,11 @@ def verify(release: Path, as_json: bool) -> None:
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
         for change in report.changed:
-            console.print(f"[red]changed[/] {change.path}: {change.problem}", highlight=False)
+            console.print(line(styled("changed", "red"), f" {change.path}: {change.problem}"))
         for path in report.missing:
-            console.print(f"[red]missing[/] {path}", highlight=False)
+            console.print(line(styled("missing", "red"), f" {path}"))
         for path in report.extra:
-            console.print(f"[red]extra[/]   {path}", highlight=False)
+            console.print(line(styled("extra", "red"), f"   {path}"))
         verdict = "intact" if report.ok else "NOT intact"
         console.print(f"{release}: {report.checked} files listed, {verdict}", highlight=False)
     if not report.ok:
@@ -148,9 +146,9 @@ def _print_problems(problems: dict) -> None:
                "missing_ids": lambda p: f"no prediction for {p}"}
     for key, show in details.items():
         for item in problems[key][:5]:
-            err_console.print(f"[yellow]{key}[/] {show(item)}", highlight=False)
+            err_console.print(line(styled(key, "yellow"), f" {show(item)}"))
         if len(problems[key]) > 5:
-            err_console.print(f"[yellow]{key}[/] ... {len(problems[key]) - 5} more (see --json-out)")
+            err_console.print(line(styled(key, "yellow"), f" ... {len(problems[key]) - 5} more (see --json-out)"))
     parts = " + ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in
                        ("valid", "invalid", "repeated", "unknown_ids", "unreadable_lines"))
     err_console.print(f"predictions: {counts['lines']} line(s) = {parts}; {counts['missing_instances']} instance(s) "
@@ -212,7 +210,7 @@ def compare_released(ctx: click.Context, task: str, published: Path, release: Pa
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         for difference in report["differences"][:10]:
-            console.print(f"[yellow]differs[/] {difference['id']}: {', '.join(difference['fields'])}", highlight=False)
+            console.print(line(styled("differs", "yellow"), f" {difference['id']}: {', '.join(difference['fields'])}"))
         console.print(", ".join(f"{v} {k}" for k, v in report["counts"].items()), highlight=False)
     counts = report["counts"]
     if counts["only_rebuilt"] or counts["only_published"] or report["differences"]:
