@@ -12,7 +12,6 @@ Models are loaded before timing (load times are reported on their own). Each tim
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -26,6 +25,7 @@ os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
 from pipeline.project import Project  # noqa: E402
 from pipeline.runner import Context, fingerprint, run_session, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
@@ -173,15 +173,7 @@ def main() -> None:
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/speech.md")
     args = parser.parse_args()
     result = bench(args.repeats)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    table = markdown(result)
-    print(table)
-    if not args.no_docs and DOCS.exists():
-        text = DOCS.read_text(encoding="utf-8")
-        if START in text and END in text:
-            head, rest = text.split(START, 1)
-            DOCS.write_text(f"{head}{START}\n{table}\n{END}{rest.split(END, 1)[1]}", encoding="utf-8")
+    publish(result, markdown(result), RESULTS, DOCS, START, END, write_docs=not args.no_docs)
 
 
 if __name__ == "__main__":
