@@ -5,7 +5,8 @@ list-item instruction. Screenshots go to build/test-artifacts/annotate_form_*.pn
 from __future__ import annotations
 
 from pipeline.annotate.accounts import add_annotators, annotator_password
-from pipeline.annotate.push import project_title, push_rows
+from pipeline.annotate.projects import annotator_title
+from pipeline.annotate.push import push_rows
 from pipeline.annotate.tasks import clock
 from pipeline.schema import load_schema
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
@@ -20,10 +21,10 @@ def test_the_form_shows_real_context_times_label_definitions_and_the_item_instru
     project = ls_server.project
     schema = load_schema(project.schemas / "rescue-v1.yaml")
     rows = write_truth_rows(project, "sample/maya_and_daniel", with_clip=True)
-    push_rows(project, ls_server.connection, settings=SETTINGS)
     email = "form@example.org"
     add_annotators(project, ls_server.connection, [email])
-    info = ls_server.client.find_project(project_title(schema, "couple"))
+    push_rows(project, ls_server.connection, settings=SETTINGS, annotators=(email,))
+    info = ls_server.client.find_project(annotator_title(schema, "couple", email))  # the annotator's own project
     assert info is not None
     client_row = next(r for r in rows[2:] if r.speaker != schema.therapist)  # with two preceding rows
     therapist_row = next(r for r in rows[1:] if r.speaker == schema.therapist)
