@@ -12,7 +12,7 @@ from pipeline.schema import load_schema
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 # pytestmark: skipped like the other browser test where Debian chromium is missing
-from tests.test_annotate_browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM, pytestmark  # noqa: F401
+from tests.test_annotate_browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM, _log_in, pytestmark  # noqa: F401
 
 
 def test_the_form_shows_real_context_times_label_definitions_and_the_item_instruction(ls_server: LiveServer) -> None:
@@ -38,11 +38,7 @@ def test_the_form_shows_real_context_times_label_definitions_and_the_item_instru
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2200})
             page.set_default_timeout(60_000)
-            page.goto(f"{ls_server.url}/user/login/")
-            page.fill("input[name=email]", email)
-            page.fill("input[name=password]", annotator_password(project, email))
-            page.click("button[type=submit]")
-            page.wait_for_url(lambda url: "/user/login" not in url)
+            _log_in(page, ls_server.url, email, annotator_password(project, email))
 
             page.goto(f"{ls_server.url}/projects/{info.id}/data?task={keys[client_row.row_id][0]}")
             page.locator("#field-primary_speaker").wait_for()
