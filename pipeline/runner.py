@@ -6,7 +6,6 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -16,6 +15,8 @@ from pydantic import Field
 from pipeline import __version__
 from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError, os_error_message
+from pipeline.executors.base import Executor, SessionJob
+from pipeline.executors.local import LocalExecutor
 from pipeline.lock import build_lock
 from pipeline.progress import Reporter, reporting
 from pipeline.project import Project
@@ -142,7 +143,16 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
 
 def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
                 on_progress: Reporter | None = None) -> StageRun:
-    """Run one stage for one session in a temp folder that replaces the old output only on success.
+    """Run one stage for one session and record its outcome (the driver's job; see `execute_session`)."""
+    run = execute_session(root, stage_name, entry, wanted, on_progress)
+    write_record_atomic(state_path(Project(root), STAGES[stage_name], entry.session_id), run)
+    return run
+
+
+def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
+                    on_progress: Reporter | None = None) -> StageRun:
+    """Run one stage for one session in a temp folder that replaces the old output only on success; the
+    outcome is returned, not recorded (an executor's worker runs this; the driver writes state).
 
     Top-level (picklable) so a process pool can run it; it reloads settings from the root itself.
     `on_progress` hears the stage's progress inside the session (in this process only).
@@ -166,9 +176,7 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
                        detail=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
         run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
-    run = run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
-    write_record_atomic(state_path(project, stage, entry.session_id), run)
-    return run
+    return run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
 
 
 def write_manifest(ctx: Context, stage: Stage) -> Path:
@@ -186,6 +194,7 @@ def write_manifest(ctx: Context, stage: Stage) -> Path:
 
 
 def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
+              executor: Executor | None = None,
               on_start: Callable[[int], None] = lambda n: None,
               on_done: Callable[[StageRun], None] = lambda run: None,
               on_progress: Callable[[str, float, float, str], None] = lambda session, done, total, unit: None
@@ -194,11 +203,12 @@ def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: 
     hears (session, done, total, unit) from inside each session's run when sessions run one at a time;
     with a process pool (`jobs` > 1) only whole sessions are reported (`on_done`)."""
     with build_lock(ctx.project):
-        return _run_stage_locked(ctx, stage, entries, jobs=jobs, on_start=on_start, on_done=on_done,
+        return _run_stage_locked(ctx, stage, entries, jobs=jobs, executor=executor, on_start=on_start, on_done=on_done,
                                  on_progress=on_progress)
 
 
 def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int,
+                      executor: Executor | None,
                       on_start: Callable[[int], None], on_done: Callable[[StageRun], None],
                       on_progress: Callable[[str, float, float, str], None]) -> StageReport:
     started = time.perf_counter()
@@ -215,21 +225,19 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
         else:
             todo.append((entry, fingerprint(ctx, stage, entry) or ""))
     on_start(len(todo))
-    root = ctx.project.root
-    if jobs > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(run_session, root, stage.name, entry, wanted) for entry, wanted in todo]
-            runs = []
-            for future in as_completed(futures):
-                runs.append(future.result())
-                on_done(runs[-1])
-            runs.sort(key=lambda run: run.session_id)
-    else:
-        runs = []
-        for entry, wanted in todo:
-            runs.append(run_session(root, stage.name, entry, wanted,
-                                    lambda done, total, unit, sid=entry.session_id: on_progress(sid, done, total, unit)))
-            on_done(runs[-1])
+    jobs_todo = [SessionJob(ctx.project.root, stage.name, entry, wanted) for entry, wanted in todo]
+
+    def finished(run: StageRun) -> None:  # the driver alone records outcomes
+        write_record_atomic(state_path(ctx.project, stage, run.session_id), run)
+        on_done(run)
+
+    owned = executor is None
+    executor = executor or LocalExecutor(jobs)
+    try:
+        runs = executor.run(jobs_todo, on_done=finished, on_progress=on_progress)
+    finally:
+        if owned:
+            executor.close()
     for run in runs:
         if run.status == "done":
             report.ran.append(run.session_id)

@@ -1,0 +1,41 @@
+"""The contract between the engine and an executor."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from pipeline.records import CatalogEntry
+from pipeline.store import StageRun
+
+# (session id, done, total, unit) heard from inside a session's run; executors that cannot relay it stay silent
+ProgressHook = Callable[[str, float, float, str], None]
+
+
+@dataclass(frozen=True)
+class SessionJob:
+    """One step for one session: everything a worker needs, picklable (it reloads settings from `root`)."""
+
+    root: Path
+    step: str
+    entry: CatalogEntry
+    fingerprint: str
+
+    @property
+    def session_id(self) -> str:
+        return self.entry.session_id
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StageRun], None],
+            on_progress: ProgressHook) -> list[StageRun]:
+        """Run every job (outputs land in the build folder atomically); return one StageRun per job, sorted
+        by session id. A job's own failure is a `failed` StageRun, never an exception."""
+        ...
+
+    def close(self) -> None:
+        ...

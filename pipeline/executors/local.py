@@ -1,0 +1,43 @@
+"""Today's executor: sessions one at a time in this process (progress inside a session is shown), or a
+process pool of `jobs` workers (only whole sessions are reported)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from pipeline.executors.base import ProgressHook, SessionJob
+from pipeline.store import StageRun
+
+
+def execute(job: SessionJob, on_progress: ProgressHook | None = None) -> StageRun:
+    """Top-level (picklable) so a pool can run it."""
+    from pipeline.runner import execute_session
+
+    hook = None if on_progress is None else (
+        lambda done, total, unit: on_progress(job.session_id, done, total, unit))
+    return execute_session(job.root, job.step, job.entry, job.fingerprint, hook)
+
+
+class LocalExecutor:
+    name = "local"
+
+    def __init__(self, jobs: int = 1) -> None:
+        self.jobs = jobs
+
+    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StageRun], None],
+            on_progress: ProgressHook) -> list[StageRun]:
+        runs: list[StageRun] = []
+        if self.jobs > 1 and len(jobs) > 1:
+            with ProcessPoolExecutor(max_workers=self.jobs) as pool:
+                for future in as_completed([pool.submit(execute, job) for job in jobs]):
+                    runs.append(future.result())
+                    on_done(runs[-1])
+        else:
+            for job in jobs:
+                runs.append(execute(job, on_progress))
+                on_done(runs[-1])
+        return sorted(runs, key=lambda run: run.session_id)
+
+    def close(self) -> None:
+        pass
