@@ -4,11 +4,14 @@
 
 Full size = the published corpus's shape: 174 couple sessions with 5,875 rows and 17 family sessions
 with 1,204 rows (7,079 rows), 3 annotators answering every field of every row (about 270,000 Annotation
-records). Each step runs in a fresh process and reports its wall time and peak RSS:
+records), written with the summary.json a pull writes beside it. Each step runs in a fresh process and
+reports its wall time and peak RSS:
 
   agree        snapshot -> every coefficient, breakdown, 1,000 bootstrap resamples, HTML/CSV/MD/PNG;
-               first without the text model, with a cold then a warm snapshot cache (the first read
-               validates every record), then with the text model on a cold and a warm embedding cache
+               first without the text model: the first read of the snapshot without its summary.json
+               (`-unsealed`: every record validated one by one), the first read as pulled (`-cold`: the
+               sha256 matches the pull's, so the records are read in columns), and a re-run (`-warm`: the
+               coded snapshot is cached); then with the text model on a cold and a warm embedding cache
   gold         consensus per field -> queue + gold rows with provenance (text fields exact / medoid)
   alpha        Krippendorff's alpha of every nominal/interval measure, ours vs the `krippendorff`
                package, on the same coded data in the same process
@@ -20,6 +23,7 @@ Goals (2-core machine): agree at full size < 5 s, at 10x < 30 s; alpha at least 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -29,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,12 +63,40 @@ def build_project(root: Path, scale: int) -> dict[str, int]:
     path = root / "build" / "annotations" / SNAPSHOT / "annotations.jsonl"
     path.parent.mkdir(parents=True)
     records = 0
+    digest = hashlib.sha256()
     with path.open("w", encoding="utf-8") as handle:
         for record in make_annotations(schema, sessions, ANNOTATORS, agreement=0.8, snapshot=SNAPSHOT):
-            handle.write(record.model_dump_json() + "\n")
+            line = record.model_dump_json() + "\n"
+            handle.write(line)
+            digest.update(line.encode())
             records += 1
+    seal(path, schema.id, records, digest.hexdigest())
     return {"sessions": len(sessions), "rows": sum(len(s.rows) for s in sessions), "records": records,
             "snapshot_mb": round(path.stat().st_size / 2**20)}
+
+
+def seal(path: Path, schema_id: str, records: int, sha256: str) -> None:
+    """summary.json beside the snapshot, as every pull writes it: record count and the file's sha256."""
+    from pipeline.annotate.pull import PullSummary, ProjectPull
+
+    summary = PullSummary(snapshot=SNAPSHOT, folder=path.parent.name, schema_version=schema_id, source="benchmark",
+                          projects=(ProjectPull(scenario="couple", annotator=None, export_file="synthetic", tasks=0,
+                                                annotations=0, cancelled=0, superseded=0, records=records,
+                                                quarantined=0, annotators=ANNOTATORS),),
+                          annotations_sha256=sha256)
+    (path.parent / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+@contextmanager
+def unsealed(root: Path) -> Iterator[None]:
+    """The snapshot without its summary.json: nothing vouches for its records, so each is validated."""
+    summary = next((root / "build" / "annotations").rglob("summary.json"))
+    hidden = summary.with_name("summary.json.hidden")
+    summary.rename(hidden)
+    try:
+        yield
+    finally:
+        hidden.rename(summary)
 
 
 def measure(step: str, root: Path) -> dict[str, object]:
@@ -76,7 +110,8 @@ def measure(step: str, root: Path) -> dict[str, object]:
     if step.startswith("agree"):
         from pipeline.agreement.agree import run_agree
 
-        report = run_agree(project, AgreementSettings(), text=not step.startswith("agree-notext")).report
+        with unsealed(root) if step.endswith("unsealed") else nullcontext():
+            report = run_agree(project, AgreementSettings(), text=not step.startswith("agree-notext")).report
         out = {"figures": len(report.figures)}
         cache = next((project.build / "cache" / "agreement").glob("embeddings-*.npz"), None)
         if cache is not None:
@@ -205,7 +240,8 @@ def main() -> None:
             print(f"{label}: generating synthetic annotations...", flush=True)
             result: dict[str, object] = {"shape": build_project(root, scale)}
             # The first read validates every record and caches the result (build/cache/agreement/): "cold".
-            steps = ["agree-notext-cold", "agree-notext-warm", "gold-notext", "alpha"]
+            # "unsealed": the same snapshot without the summary.json its pull writes, read record by record
+            steps = ["agree-notext-cold-unsealed", "agree-notext-cold", "agree-notext-warm", "gold-notext", "alpha"]
             if scale == 1:  # the text model's cost is its embedding rate (texts/s), measured once
                 steps += ["agree-text-cold", "agree-text-warm", "gold-text"]
             if args.old_code:  # first reads, old and new code alternating, so both meet the same load
@@ -217,6 +253,8 @@ def main() -> None:
                         result[name] = run_child("agree-notext-cold", root, code)
                         print(f"  {name}: {result[name]}", flush=True)
             for step in steps:
+                if "-cold" in step:
+                    shutil.rmtree(root / "build" / "cache", ignore_errors=True)
                 result[step] = run_child(step, root)
                 print(f"  {step}: {result[step]}", flush=True)
             results[label] = result

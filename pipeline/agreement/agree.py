@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.agreement.breakdowns import Progress, compute_report
+from pipeline.agreement.columnar import prepare_verified
 from pipeline.agreement.disagreements import find_disagreements
 from pipeline.agreement.inputs import (
     Snapshot,
@@ -56,9 +57,14 @@ def coded_snapshot(project: Project, schema: AnnotationSchema, settings: Agreeme
     """The snapshot coded as ratings, from the cache when this file content was coded before."""
     folder = project.build / "cache" / "agreement"
     digest = sha256_file(path)
-    check_snapshot(path, digest)  # before the cache: a damaged snapshot is never used, not even via a cache
+    # before the cache: a damaged snapshot is never used, not even via a cache
+    verified = check_snapshot(path, digest)
     cached = folder / f"prepared-{cache_key(digest, schema, settings, use_text, skip_other_versions)}.npz"
     data = load_prepared(cached, schema)
+    if data is None and verified:  # the records pull validated: read them in columns
+        data = prepare_verified(path, schema, settings, use_text, skip_other_versions)
+        if data is not None:
+            save_prepared(cached, data)
     if data is None:
         answers = load_checked_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
                                         skip_other_versions=skip_other_versions)

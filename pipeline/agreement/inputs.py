@@ -109,12 +109,13 @@ def latest_annotations(project: Project, snapshot: str | None = None) -> Path:
     return chosen[-1]
 
 
-def check_snapshot(path: Path, sha256: str | None = None) -> None:
+def check_snapshot(path: Path, sha256: str | None = None) -> bool:
     """Stop with a RescueError when annotations.jsonl does not match the summary.json its pull wrote:
-    another sha256 (when recorded) or another number of records. `sha256`: the file's, if already known."""
+    another sha256 (when recorded) or another number of records. `sha256`: the file's, if already known.
+    True when the file has the sha256 its pull recorded, i.e. holds exactly the records that pull validated."""
     summary_path = path.parent / SUMMARY_FILE
     if not summary_path.is_file():
-        return
+        return False
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         parts = summary["projects"] if "projects" in summary else summary["scenarios"]  # older pulls: per scenario
@@ -124,11 +125,11 @@ def check_snapshot(path: Path, sha256: str | None = None) -> None:
         raise RescueError(f"{summary_path} is not a readable pull summary ({exc})", _FIX_DAMAGED) from exc
     actual = (sha256 or sha256_file(path)) if recorded else ""
     if recorded and actual == recorded:
-        return
+        return True
     with path.open("rb") as handle:
         records = sum(1 for line in handle if line.strip())
     if records == counted and not recorded:
-        return
+        return False
     detail = f"; its sha256 {actual[:12]}… is not the recorded {recorded[:12]}…" if recorded else ""
     raise RescueError(f"annotation snapshot {path} is damaged: it holds {records} record(s), {SUMMARY_FILE} "
                       f"counts {counted}{detail}", _FIX_DAMAGED)

@@ -150,12 +150,21 @@ def scenario_rows(report: AgreementReport) -> list[list[str]]:
     return rows
 
 
+def _by_measure(report: AgreementReport, scope: str, metrics: set[str]) -> dict[str, list[Figure]]:
+    """The figures of one scope and these metrics, per measure (one pass over every figure)."""
+    out: dict[str, list[Figure]] = {}
+    for f in report.figures:
+        if f.scope == scope and f.metric in metrics:
+            out.setdefault(f.measure, []).append(f)
+    return out
+
+
 def pair_matrix(report: AgreementReport) -> tuple[list[str], list[list[str]]]:
     pairs = sorted({f"{f.annotator} / {f.other}" for f in report.figures if f.scope == "pair"})
+    by_measure = _by_measure(report, "pair", {"cohen_kappa", "similarity"})
     rows = []
     for measure in measures_in_order(report):
-        found = {f"{f.annotator} / {f.other}": f for f in report.figures
-                 if f.scope == "pair" and f.measure == measure and f.metric in {"cohen_kappa", "similarity"}}
+        found = {f"{f.annotator} / {f.other}": f for f in by_measure.get(measure, ())}
         if found:
             rows.append([measure, *(cell(found.get(pair)) + (f" (n={found[pair].units})" if pair in found else "")
                                     for pair in pairs)])
@@ -164,10 +173,10 @@ def pair_matrix(report: AgreementReport) -> tuple[list[str], list[list[str]]]:
 
 def annotator_matrix(report: AgreementReport) -> tuple[list[str], list[list[str]]]:
     names = list(report.annotators)
+    by_measure = _by_measure(report, "annotator", {"alpha_vs_rest", "similarity"})
     rows = []
     for measure in measures_in_order(report):
-        found = {f.annotator: f for f in report.figures
-                 if f.scope == "annotator" and f.measure == measure and f.metric in {"alpha_vs_rest", "similarity"}}
+        found = {f.annotator: f for f in by_measure.get(measure, ())}
         if found:
             rows.append([measure, *(cell(found.get(name)) for name in names)])
     return names, rows
