@@ -105,6 +105,7 @@ class ChatClient:
         stop = threading.Event()
         lock = threading.Lock()
         fatal: list[RescueError] = []
+        self._sdk_client()  # made once, before the threads, which share it (and its connection pool)
 
         def one(request: ChatRequest) -> Outcome:
             digest = self.digest(request)
