@@ -41,10 +41,11 @@ class Truth:
 
     def __init__(self, name: str) -> None:
         ref = reference_labels(name)
-        self.entry = CatalogEntry(session_id=ref.session_id, scenario=ref.scenario, participants=ref.script.participants,
-                                  video="raw_video/sample/stand-in.mp4", sha256="0" * 64)
-        self.rows = [TranscriptRow(row_id=row_id_for(ref.session_id, 6.0 * n, 6.0 * n + 5), session_id=ref.session_id,
-                                   row_index=n + 1, start=6.0 * n, end=6.0 * n + 5, speaker=turn.speaker, text=turn.text)
+        self.entry = CatalogEntry(session_id=ref.session_id, scenario=ref.scenario,
+                                  participants=ref.script.participants, video="raw_video/sample/stand-in.mp4", sha256="0" * 64)
+        self.rows = [TranscriptRow(row_id=row_id_for(ref.session_id, 6.0 * n, 6.0 * n + 5),
+                                   session_id=ref.session_id, row_index=n + 1, start=6.0 * n, end=6.0 * n + 5,
+                                   speaker=turn.speaker, text=turn.text)
                      for n, turn in enumerate(ref.script.turns)]
         self.values = {row.row_id: dict(values) for row, values in zip(self.rows, ref.turns)}
         self.schema = ref.schema
@@ -144,6 +145,8 @@ def test_drafts_from_the_truth_quarantine_and_retries_then_cache(project: Projec
 
     assert again.drafts == drafts
     assert again.stats.cache_hits == len(truth.rows) and again.stats.tokens == 0
+    rows = len(truth.rows)
+    assert again.stats.describe() == f"{rows} requests: 0 answered, {rows} from the cache, 0 tokens"
 
     cache = project.build / "llm-cache"
     assert len(list(cache.rglob("*.json"))) == len(truth.rows)
@@ -215,8 +218,9 @@ def test_unreachable_endpoint_names_the_setting(project: Project, key: str) -> N
     assert f"{SECTION} base_url" in error.value.message and "cannot reach" in error.value.message
 
 
-def test_refused_key_names_the_setting_and_never_repeats_the_key(project: Project,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refused_key_names_the_setting_and_never_repeats_the_key(project: Project, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")  # the SDK's and HTTP library's debug records too
     wrong = "sk-wrong-5d1e0c2f9a8b4b7e"
     monkeypatch.setenv(KEY_ENV, wrong)
     truth = Truth("couple")
@@ -227,3 +231,4 @@ def test_refused_key_names_the_setting_and_never_repeats_the_key(project: Projec
     assert f"{SECTION} api_key_env" in text and "HTTP 401" in text
     assert wrong not in text and wrong[3:11] not in text
     assert files_holding(project.root, wrong) == []
+    assert wrong not in caplog.text

@@ -7,8 +7,8 @@ never the request's key (requests have none) and never the prompt (it may embed 
 treated as missing and asked again.
 
 Entries are written in place, without a temporary file, a rename or an fsync (an fsync cost ~20 ms per
-answer on this project's machines, more than a fast local server takes to answer), while a torn entry (a crash mid-write, a reader racing a writer) fails to parse, counts as missing and
-costs one repeated request. Files are private to the user (0600): answers describe therapy sessions.
+answer on this project's machines, more than a fast local server takes to answer): a torn entry (a crash
+mid-write, a reader racing a writer) fails to parse, counts as missing and costs one repeated request. Files are private to the user (0600): answers describe therapy sessions.
 """
 
 from __future__ import annotations

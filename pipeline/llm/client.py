@@ -25,7 +25,7 @@ from pipeline.errors import RescueError
 from pipeline.llm.budget import TokenBudget
 from pipeline.llm.cache import CachedAnswer, ResponseCache
 from pipeline.llm.key import read_key, redact
-from pipeline.llm.request import ChatRequest
+from pipeline.llm.request import ChatRequest, payload_digest
 from pipeline.llm.retry import retried_status, wait_before
 from pipeline.llm.settings import ChatSettings
 
@@ -63,6 +63,17 @@ class ChatRunStats:
     tokens: int = 0
     cost: float | None = None
 
+    def describe(self) -> str:
+        """One line for the user, e.g. `23 requests: 20 answered, 3 from the cache, 2 retries, 41,210 tokens`."""
+        parts = [f"{self.answers} answered", f"{self.cache_hits} from the cache"]
+        if self.not_sent:
+            parts.append(f"{self.not_sent} not sent")
+        retries = self.tries - self.answers
+        if retries > 0:
+            parts.append(f"{retries} retries")
+        parts.append(f"{self.tokens:,} tokens" + ("" if self.cost is None else f", cost {self.cost:.4f}"))
+        return f"{self.requests} requests: {', '.join(parts)}"
+
 
 class _Fatal(Exception):
     """A RescueError raised in a worker: stop starting requests, finish those in flight, then raise."""
@@ -96,8 +107,11 @@ class ChatClient:
                                       timeout=self.settings.timeout_s)
         return self._sdk
 
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        return request.payload(self.settings.model, self.settings.max_completion_tokens)
+
     def digest(self, request: ChatRequest) -> str:
-        return request.digest(self.settings.endpoint, self.settings.model, self.settings.max_completion_tokens)
+        return payload_digest(self.settings.endpoint, self.payload(request))
 
     def complete_all(self, requests: Sequence[ChatRequest]) -> tuple[list[Outcome], ChatRunStats]:
         stats = ChatRunStats(requests=len(requests))
@@ -108,7 +122,8 @@ class ChatClient:
         self._sdk_client()  # made once, before the threads, which share it (and its connection pool)
 
         def one(request: ChatRequest) -> Outcome:
-            digest = self.digest(request)
+            payload = self.payload(request)
+            digest = payload_digest(self.settings.endpoint, payload)
             cached = self._cache.get(digest) if self._cache else None
             if cached is not None:
                 with lock:
@@ -120,7 +135,7 @@ class ChatClient:
                 stop_reason = f"budget reached before this request: {budget.describe()}"
                 return NotSent(stop_reason)
             try:
-                fresh = self._send(request, stats, lock)
+                fresh = self._send(request.label, payload, stats, lock)
             except _Fatal as exc:
                 stop.set()
                 with lock:
@@ -141,10 +156,9 @@ class ChatClient:
             raise fatal[0]
         return outcomes, stats
 
-    def _send(self, request: ChatRequest, stats: ChatRunStats, lock: threading.Lock) -> CachedAnswer:
+    def _send(self, label: str, payload: dict[str, Any], stats: ChatRunStats, lock: threading.Lock) -> CachedAnswer:
         import openai
 
-        payload = request.payload(self.settings.model, self.settings.max_completion_tokens)
         tries = self.settings.max_retries + 1
         for attempt in range(tries):
             with lock:
@@ -167,8 +181,8 @@ class ChatClient:
                 raise _Fatal(self._gave_up(why, tries))
             wait = wait_before(attempt, headers, backoff_s=self.settings.backoff_s, cap_s=self.settings.backoff_cap_s)
             with lock:
-                stats.waits.append((request.label, why, wait))
-            log.info("chat request %s: %s; trying again in %.1f s", request.label or "", why, wait)
+                stats.waits.append((label, why, wait))
+            log.info("chat request %s: %s; trying again in %.1f s", label, why, wait)
             self._sleep(wait)
         raise AssertionError("unreachable")
 

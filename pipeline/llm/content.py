@@ -50,7 +50,8 @@ class ChatMessage:
     def wire(self) -> dict[str, Any]:
         # Text-only messages go as a plain string: every OpenAI-compatible server accepts that form.
         if all(isinstance(item, TextItem) for item in self.content):
-            return {"role": self.role, "content": "\n\n".join(item.text for item in self.content)}  # type: ignore[union-attr]
+            texts = [item.text for item in self.content if isinstance(item, TextItem)]
+            return {"role": self.role, "content": "\n\n".join(texts)}
         return {"role": self.role, "content": [item.wire() for item in self.content]}
 
 

@@ -41,6 +41,7 @@ class ChatRequest:
             body["max_completion_tokens"] = max_completion_tokens
         return body
 
-    def digest(self, endpoint: str, model: str, max_completion_tokens: int | None) -> str:
-        return sha256_json({"v": HASH_VERSION, "endpoint": endpoint,
-                            "payload": self.payload(model, max_completion_tokens)})
+
+def payload_digest(endpoint: str, payload: dict[str, Any]) -> str:
+    """The cache key of a request's payload (`ChatRequest.payload`) sent to `endpoint`."""
+    return sha256_json({"v": HASH_VERSION, "endpoint": endpoint, "payload": payload})

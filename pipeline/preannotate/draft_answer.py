@@ -55,7 +55,8 @@ def read_answer(answer: ChatAnswer, json_schema: dict[str, Any], schema: Annotat
         return f"not valid JSON{cut}: {exc}; answer starts {_short(answer.content, 80)!r}"
     errors = sorted(Draft202012Validator(json_schema).iter_errors(data), key=lambda e: list(map(str, e.path)))
     if errors:
-        said = "; ".join(f"{'.'.join(map(str, e.path)) or 'answer'}: {_short(e.message)}" for e in errors[:MAX_PROBLEMS])
+        said = "; ".join(f"{'.'.join(map(str, e.path)) or 'answer'}: {_short(e.message)}"
+                         for e in errors[:MAX_PROBLEMS])
         more = f"; and {len(errors) - MAX_PROBLEMS} more" if len(errors) > MAX_PROBLEMS else ""
         return f"breaks the JSON schema{cut}: {said}{more}"
     entities = schema.entities(scenario, participants)
