@@ -44,13 +44,13 @@ CONCURRENCY = 8
 def serve(latency: float) -> None:
     """The server process: answer every request with the reference labels of its row after `latency` s."""
     from tests.chat_server import ChatServer, Reply
-    from tests.test_preannotate_openai import ROW_ID, Truth
+    from tests.test_preannotate_openai import Truth, row_id_asked
 
     truth = Truth("couple")
     answers: dict[str, str] = {}  # by row id: the server's own work stays small next to the client's
 
     def answer(received):  # noqa: ANN001, ANN202
-        row_id = ROW_ID.search(received.body["messages"][-1]["content"]).group(1)
+        row_id = row_id_asked(received.body)
         if row_id not in answers:
             answers[row_id] = json.dumps(truth.answer(received))
         return Reply(content=answers[row_id], delay_s=latency)

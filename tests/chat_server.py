@@ -108,6 +108,7 @@ class ChatServer:
         self.api_key = api_key
         self.model_name = model_name
         self.received: list[Received] = []
+        self.errors: list[Exception] = []  # exceptions the responder raised (answered as HTTP 500)
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -181,7 +182,11 @@ class ChatServer:
                 problem = contract_problem(body) if server.check_contract else None
                 if problem:
                     return self._error(400, problem)
-                reply = server.responder(server._note(body))
+                try:
+                    reply = server.responder(server._note(body))
+                except Exception as exc:  # a bug in the test's responder: say so instead of dropping the line
+                    server.errors.append(exc)
+                    return self._error(500, f"the test's responder failed: {exc!r}")
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.status != 200:

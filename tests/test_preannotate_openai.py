@@ -22,11 +22,13 @@ from pathlib import Path
 import pytest
 
 from pipeline.errors import RescueError
+from pipeline.llm.content import data_url
 from pipeline.preannotate.draft_schema import CONFIDENCE
 from pipeline.preannotate.openai_backend import NOT_SENT, draft_session_run
 from pipeline.preannotate.openai_settings import SECTION, OpenAIDraftSettings
 from pipeline.project import Project
-from pipeline.records import CatalogEntry, TranscriptRow, row_id_for
+from pipeline.records import (AudioStream, CatalogEntry, Keyframe, SessionMedia, TranscriptRow, VideoStream,
+                              row_id_for)
 from pipeline.sample.annotators import reference_labels
 from pipeline.sample.label_validation import row_problems
 from tests.chat_server import ChatServer, Received, Reply
@@ -34,6 +36,13 @@ from tests.chat_server import ChatServer, Received, Reply
 KEY_ENV = "RESCUE_TEST_LLM_KEY"
 KEY = "sk-test-3f9c1a7be04d4e55a2b8c6d1e9f07a3c"  # a made-up key: the server checks it, the tests look for it
 ROW_ID = re.compile(r"\(row_id (\S+)\):")
+
+
+def row_id_asked(body: dict) -> str:
+    """The row id a request asks about (from the user message's text, which may come with image items)."""
+    content = body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else " ".join(i["text"] for i in content if i["type"] == "text")
+    return ROW_ID.search(text).group(1)
 
 
 class Truth:
@@ -55,13 +64,13 @@ class Truth:
 
     def answer(self, received: Received) -> dict:
         """The reference values of the row the request asks about, with the fields its schema asks for."""
-        row_id = ROW_ID.search(received.body["messages"][-1]["content"]).group(1)
+        row_id = row_id_asked(received.body)
         asked = received.body["response_format"]["json_schema"]["schema"]["properties"]
         values = {k: v for k, v in self.values[row_id].items() if k in asked}
         return {**values, CONFIDENCE: {name: 0.8 for name in values}}
 
     def number_of(self, received: Received) -> int:
-        row_id = ROW_ID.search(received.body["messages"][-1]["content"]).group(1)
+        row_id = row_id_asked(received.body)
         return next(row.row_index for row in self.rows if row.row_id == row_id)
 
 
@@ -232,3 +241,33 @@ def test_refused_key_names_the_setting_and_never_repeats_the_key(project: Projec
     assert wrong not in text and wrong[3:11] not in text
     assert files_holding(project.root, wrong) == []
     assert wrong not in caplog.text
+
+
+def test_keyframes_of_the_row_go_as_images_when_asked(project: Project, key: str) -> None:
+    """With `keyframes` on, each row carries the ingest thumbnails inside its span (else the nearest one)."""
+    truth = Truth("couple")
+    folder = project.session_dir("media", truth.entry.session_id)
+    (folder / "keyframes").mkdir(parents=True)
+    frames = []
+    for second in (2.0, 4.0, 9.0, 100.0):  # rows are [6n, 6n+5]: row 1 holds 2 and 4, row 2 holds 9
+        path = folder / "keyframes" / f"{second:06.1f}.jpg"
+        path.write_bytes(b"\xff\xd8\xff\xe0" + str(second).encode())
+        frames.append(Keyframe(time=second, path=project.rel(path)))
+    media = SessionMedia(
+        session_id=truth.entry.session_id, scenario="couple", participants=truth.entry.participants,
+        source_video=truth.entry.video, source_sha256="0" * 64, container="mp4", source_duration=140.0,
+        video_stream=VideoStream(codec="h264", width=320, height=180, fps=25.0),
+        audio_stream=AudioStream(codec="aac", sample_rate=16000, channels=1), clip_start=0.0, clip_end=140.0,
+        session_video=truth.entry.video, audio="build/media/a.wav", audio_sample_rate=16000,
+        audio_samples=140 * 16000, keyframes=tuple(frames))
+    (folder / "media.json").write_text(media.model_dump_json(), encoding="utf-8")
+    rows = truth.rows[:3]
+    with ChatServer(lambda r: Reply(content=json.dumps(truth.answer(r))), api_key=key) as server:
+        run = draft_session_run(project, truth.entry, settings_for(server, keyframes=True), truth.schema, rows)
+        sent = {truth.number_of(Received(b, 0)): b["messages"][-1]["content"] for b in server.bodies()}
+    assert len(run.drafts.rows) == 3
+    images = {n: [item["image_url"]["url"] for item in content if item["type"] == "image_url"]
+              for n, content in sent.items()}
+    expected = {n: [data_url(project.abs(frames[i].path)) for i in picks] for n, picks in
+                {1: [0, 1], 2: [2], 3: [2]}.items()}  # row 3 ([12, 17]) has none inside: the nearest, 9 s
+    assert images == expected
