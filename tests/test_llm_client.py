@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import tomllib
 from email.utils import formatdate
 from pathlib import Path
 
@@ -143,3 +144,22 @@ def test_no_model_and_no_key_are_clear_errors() -> None:
 def test_redact_hides_the_key_and_echoed_parts_of_it() -> None:
     said = f"Incorrect API key provided: {KEY[:3]}...{KEY[-8:]}; full {KEY}"
     assert KEY not in redact(said, KEY) and KEY[-8:] not in redact(said, KEY)
+
+
+def test_a_rejected_request_is_not_retried_and_says_what_to_check() -> None:
+    with ChatServer(lambda r: Reply(status=400, error="response_format json_schema is not supported"),
+                    api_key=KEY) as server:
+        with pytest.raises(RescueError) as error:
+            client(server, None).complete_all(requests(1))
+        assert len(server.received) == 1  # a refusal is not retried (max_retries is 5)
+    text = str(error.value)
+    assert "HTTP 400" in text and "not supported" in text and "[test] max_completion_tokens = 0" in text
+
+
+def test_settings_from_a_toml_table() -> None:
+    table = tomllib.loads('base_url = "http://localhost:11434/v1/"\nmodel = "qwen2.5:7b"\napi_key_env = ""\n'
+                          'max_completion_tokens = 0\nmax_total_tokens = 200000\n')
+    settings = ChatSettings.model_validate(table)
+    assert settings.base_url == "http://localhost:11434/v1" and settings.api_key_env is None
+    body = ChatRequest((ChatMessage.text("user", "hi"),)).payload(settings.model, settings.max_completion_tokens)
+    assert "max_completion_tokens" not in body and body["temperature"] == 0 and "response_format" not in body

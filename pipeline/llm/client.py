@@ -13,6 +13,7 @@ so the next run resumes where this one stopped.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -87,8 +88,6 @@ class ChatClient:
     def __init__(self, settings: ChatSettings, cache_folder: Path | None, *, section: str,
                  environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         """`section` names where the settings live (e.g. `[tool.rescue.preannotate.openai]`) for error messages."""
-        import os
-
         if not settings.model:
             raise RescueError(f"no model is set for the chat endpoint {settings.base_url} (setting {section} model)",
                               f"set {section} model to a model that endpoint serves")
@@ -218,8 +217,9 @@ class ChatClient:
                                f"(HTTP 404: {said})", f"check {section} base_url (it ends in /v1 for most servers) "
                                f"and {section} model")
         return RescueError(f"the chat endpoint {where} rejected a request: HTTP {status}: {said}",
-                           f"check that {section} model supports structured output (response_format json_schema); "
-                           "the server's message above says more")
+                           f"check that {section} model supports structured output (response_format json_schema) "
+                           f"and, if the server refuses max_completion_tokens, set {section} max_completion_tokens "
+                           "= 0; the server's message above says more")
 
     def _gave_up(self, why: str, tries: int) -> RescueError:
         where, section = self.settings.base_url, self.section

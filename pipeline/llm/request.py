@@ -37,7 +37,7 @@ class ChatRequest:
         body: dict[str, Any] = {"model": model, "messages": [m.wire() for m in self.messages], "temperature": 0}
         if self.response_schema is not None:
             body["response_format"] = self.response_schema.wire()
-        if max_completion_tokens is not None:
+        if max_completion_tokens:  # 0 or None: not sent
             body["max_completion_tokens"] = max_completion_tokens
         return body
 

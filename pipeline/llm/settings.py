@@ -25,7 +25,8 @@ class ChatSettings(BaseModel):
                              "connections")
     backoff_s: float = Field(1.0, ge=0, description="first wait when the server gives no Retry-After; doubles")
     backoff_cap_s: float = Field(60.0, ge=0, description="longest wait, Retry-After included")
-    max_completion_tokens: int | None = Field(4096, ge=1, description="per answer; None leaves it to the server")
+    max_completion_tokens: int = Field(4096, ge=0, description="per answer; 0 leaves it out (for servers that "
+                                       "refuse the field) and to the server")
     max_total_tokens: int | None = Field(None, ge=1, description="budget: prompt + completion tokens of the "
                                          "requests this run sends (cached answers are free)")
     price_per_1k_tokens: float | None = Field(None, ge=0, description="to report cost and apply max_cost")
