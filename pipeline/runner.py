@@ -21,7 +21,7 @@ from pipeline.lock import build_lock
 from pipeline.progress import Reporter, reporting
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
-from pipeline.settings import Settings, load_settings
+from pipeline.settings import NO_OVERRIDES, Settings, SettingsOverrides, load_settings
 from pipeline.stages import STAGES, Stage
 from pipeline.store import (
     FileStamp,
@@ -62,10 +62,12 @@ class Context:
     project: Project
     settings: Settings
     catalog: tuple[CatalogEntry, ...]
+    overrides: SettingsOverrides = NO_OVERRIDES  # this run's flags; every job carries them to its worker
 
     @classmethod
-    def load(cls, project: Project) -> Context:
-        return cls(project, load_settings(project.root), tuple(item.entry for item in load_catalog(project)))
+    def load(cls, project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> Context:
+        return cls(project, load_settings(project.root, overrides), tuple(item.entry for item in load_catalog(project)),
+                   overrides)
 
     def select(self, session_ids: Iterable[str] = ()) -> list[CatalogEntry]:
         wanted = list(session_ids)
@@ -142,25 +144,26 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
 
 
 def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
-                on_progress: Reporter | None = None) -> StageRun:
+                on_progress: Reporter | None = None, overrides: SettingsOverrides = NO_OVERRIDES) -> StageRun:
     """Run one stage for one session and record its outcome (the driver's job; see `execute_session`)."""
-    run = execute_session(root, stage_name, entry, wanted, on_progress)
+    run = execute_session(root, stage_name, entry, wanted, on_progress, overrides)
     write_record_atomic(state_path(Project(root), STAGES[stage_name], entry.session_id), run)
     return run
 
 
 def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
-                    on_progress: Reporter | None = None) -> StageRun:
+                    on_progress: Reporter | None = None, overrides: SettingsOverrides = NO_OVERRIDES) -> StageRun:
     """Run one stage for one session in a temp folder that replaces the old output only on success; the
     outcome is returned, not recorded (an executor's worker runs this; the driver writes state).
 
-    Top-level (picklable) so a process pool can run it; it reloads settings from the root itself.
+    Top-level (picklable) so a process pool can run it; it reloads settings from the root itself and applies
+    `overrides` (the run's flags, carried as data).
     `on_progress` hears the stage's progress inside the session (in this process only).
     """
     started = time.perf_counter()
     project = Project(root)
     stage = STAGES[stage_name]
-    settings = load_settings(root)
+    settings = load_settings(root, overrides)
     final = project.session_dir(stage.area, entry.session_id)
     common = dict(stage=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
     try:
@@ -225,7 +228,7 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
         else:
             todo.append((entry, fingerprint(ctx, stage, entry) or ""))
     on_start(len(todo))
-    jobs_todo = [SessionJob(ctx.project.root, stage.name, entry, wanted) for entry, wanted in todo]
+    jobs_todo = [SessionJob(ctx.project.root, stage.name, entry, wanted, ctx.overrides) for entry, wanted in todo]
 
     def finished(run: StageRun) -> None:  # the driver alone records outcomes
         write_record_atomic(state_path(ctx.project, stage, run.session_id), run)

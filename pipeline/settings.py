@@ -1,9 +1,18 @@
-"""Pipeline settings: defaults here, overrides from `[tool.rescue]` in the project's pyproject.toml."""
+"""Pipeline settings: defaults here, overrides from `[tool.rescue]` in the project's pyproject.toml, and a
+run's own overrides (command-line flags) passed in as data.
+
+Loading reads no environment variables: a step run by a worker process or on another host gets exactly the
+settings its job carries (`SettingsOverrides`), whatever that worker's environment holds.
+"""
 
 from __future__ import annotations
 
+import copy
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -32,21 +41,72 @@ class Settings(BaseModel):
     ingest: IngestSettings = IngestSettings()
     agreement: AgreementSettings = AgreementSettings()
     annotate: AnnotateSettings = AnnotateSettings()
-    speech: SpeechSettings = Field(default_factory=SpeechSettings)  # built at load time: RESCUE_ASR_* env overrides apply
+    speech: SpeechSettings = SpeechSettings()
     build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
 
 
-def load_settings(root: Path) -> Settings:
-    """Read `[tool.rescue]` from `<root>/pyproject.toml` if present; unknown keys are an error."""
+@dataclass(frozen=True)
+class SettingsOverrides:
+    """Keys of `[tool.rescue]` replaced for one run, as (dotted key, value) pairs, e.g.
+    ("speech.asr.batch_size", 4). Immutable and picklable: a job carries them to whichever worker runs it."""
+
+    values: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, section: str, values: Mapping[str, Any]) -> SettingsOverrides:
+        """`values` (key -> value, None = not given) under `section` ("speech.asr")."""
+        return cls(tuple((f"{section}.{key}", value) for key, value in values.items() if value is not None))
+
+    def __or__(self, other: SettingsOverrides) -> SettingsOverrides:
+        """These overrides, then `other`'s: where both set a key, `other` wins."""
+        mine = {key: value for key, value in self.values if key not in dict(other.values)}
+        return SettingsOverrides(tuple(mine.items()) + other.values)
+
+    def __bool__(self) -> bool:
+        return bool(self.values)
+
+    def applied_to(self, table: Mapping[str, Any]) -> dict[str, Any]:
+        """A copy of the `[tool.rescue]` table with these keys set (the table itself is left as it was)."""
+        merged = copy.deepcopy(dict(table))
+        for dotted, value in self.values:
+            *sections, key = dotted.split(".")
+            level = merged
+            for name in sections:  # every level is a table: the file alone was validated first
+                level = level.setdefault(name, {})
+            level[key] = value
+        return merged
+
+    def describe(self) -> str:
+        return ", ".join(f"{key}={value!r}" for key, value in self.values)
+
+
+NO_OVERRIDES = SettingsOverrides()
+
+
+def _read_table(root: Path) -> dict[str, Any]:
     pyproject = root / "pyproject.toml"
     if not pyproject.exists():
-        return Settings()
+        return {}
     try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("rescue", {})
+        return tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("rescue", {})
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RescueError(f"cannot read {pyproject}: {exc}", "fix the TOML syntax") from exc
+
+
+def load_settings(root: Path, overrides: SettingsOverrides = NO_OVERRIDES) -> Settings:
+    """Read `[tool.rescue]` from `<root>/pyproject.toml` if present, then apply `overrides`; unknown keys are
+    an error, named with where they came from (the file or the override)."""
+    table = _read_table(root)
     try:
-        return Settings.model_validate(table)
+        file_settings = Settings.model_validate(table)
     except ValidationError as exc:
-        raise RescueError(f"{pyproject} [tool.rescue]: {describe_validation(exc)}",
+        raise RescueError(f"{root / 'pyproject.toml'} [tool.rescue]: {describe_validation(exc)}",
                           "see README 'Settings' for the allowed keys") from exc
+    if not overrides:
+        return file_settings
+    try:
+        return Settings.model_validate(overrides.applied_to(table))
+    except ValidationError as exc:
+        raise RescueError(f"settings override {overrides.describe()}: {describe_validation(exc)}",
+                          "fix the command-line flag or the RESCUE_ASR_* / RESCUE_DIARIZATION_* variable that "
+                          "sets it") from exc

@@ -164,8 +164,8 @@ def test_each_stage_and_session_reports_how_long_it_took(project: Project,
 def test_corpus_steps_report_their_own_time(sample_project: Project) -> None:
     import shutil
 
-    from pipeline.console import console
-    from pipeline.corpus.commands import print_outcome
+    from pipeline.cli.console import console
+    from pipeline.cli.corpus import print_outcome
     from pipeline.corpus.context import CorpusContext
     from pipeline.corpus.state import corpus_status
     from tests.labelstudio_fixtures import REPO

@@ -79,8 +79,8 @@ def test_bracketed_text_in_messages_is_printed_as_it_is(project: Project) -> Non
 
 
 def test_build_step_messages_keep_their_brackets() -> None:
-    from pipeline.console import console
-    from pipeline.corpus.commands import print_outcome
+    from pipeline.cli.console import console
+    from pipeline.cli.corpus import print_outcome
     from pipeline.corpus.context import StepOutcome
 
     outcome = StepOutcome(step="sample-annotations", status="skipped",

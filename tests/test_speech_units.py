@@ -124,14 +124,15 @@ def test_auto_settings_resolve_for_this_machine(monkeypatch: pytest.MonkeyPatch)
     assert resolve_diarization(DiarizationSettings()).pipeline == "pyannote/speaker-diarization-community-1"
 
 
-def test_settings_file_and_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_file_and_environment_overrides(tmp_path: Path) -> None:
+    from pipeline.cli.options import environment_overrides  # the `rescue` command reads RESCUE_* at its edge
+
     (tmp_path / "pyproject.toml").write_text('[tool.rescue.speech]\nsource = "auto"\n[tool.rescue.speech.asr]\n'
                                              'model = "base"\nbatch_size = 4\n', encoding="utf-8")
     settings = load_settings(tmp_path).speech
     assert (settings.source, settings.asr.model, settings.asr.batch_size) == ("auto", "base", 4)
-    monkeypatch.setenv("RESCUE_ASR_BATCH_SIZE", "2")
-    monkeypatch.setenv("RESCUE_DIARIZATION_SPEAKER_COUNT", "exact")
-    settings = load_settings(tmp_path).speech
+    environment = {"RESCUE_ASR_BATCH_SIZE": "2", "RESCUE_DIARIZATION_SPEAKER_COUNT": "exact"}
+    settings = load_settings(tmp_path, environment_overrides(environment)).speech
     assert settings.asr.batch_size == 2 and settings.asr.model == "base"
     assert settings.diarization.speaker_count == "exact"
 

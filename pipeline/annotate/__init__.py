@@ -4,6 +4,6 @@ Modules: `config` (the label config generated from the declarative schema), `tas
 with pre-filled drafts), `results` (field values <-> Label Studio results, and their validation),
 `labelstudio` (the only module importing label_studio_sdk), `server` (the embedded server),
 `accounts` (annotator accounts), `projects` (one project per scenario and annotator: independent
-labels), `push`, `pull` (with `parse` and `merge`), `commands` (the thin CLI). Importing this package is
-cheap: nothing heavy is imported until a function needs it.
+labels), `push`, `pull` (with `parse` and `merge`); the commands live in pipeline/cli/annotate.py.
+Importing this package is cheap: nothing heavy is imported until a function needs it.
 """

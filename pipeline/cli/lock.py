@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pipeline.project import Project
+from pipeline.cli.options import project_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,9 +21,7 @@ def writer(command: F) -> F:
     def locked(*args: Any, **kwargs: Any) -> Any:
         from pipeline.lock import build_lock, current_command  # imported here: `rescue --help` stays fast
 
-        ctx = click.get_current_context()
-        project = Project.at((ctx.find_root().obj or {}).get("root"))
-        with build_lock(project, current_command()):
+        with build_lock(project_of(click.get_current_context()), current_command()):
             return command(*args, **kwargs)
 
     return locked  # type: ignore[return-value]

@@ -1,11 +1,10 @@
-"""Printing the corpus steps of `rescue build` (the CLI stays thin: pipeline/cli.py calls `run_corpus`)."""
+"""Printing the corpus steps of `rescue build` (pipeline/cli/build.py calls `run_corpus`)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
-from pipeline.console import line, styled
-
+from pipeline.cli.console import line, styled
 from pipeline.corpus.context import StepOutcome
 from pipeline.project import Project
 

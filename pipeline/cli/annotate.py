@@ -8,14 +8,10 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.cli_lock import writer
-from pipeline.console import console, err_console, line, styled
+from pipeline.cli.console import console, err_console, line, styled
+from pipeline.cli.lock import writer
+from pipeline.cli.options import project_of
 from pipeline.project import Project
-
-
-
-def _project(ctx: click.Context) -> Project:
-    return Project.at((ctx.obj or {}).get("root"))
 
 
 def _settings(project: Project):  # noqa: ANN202 - AnnotateSettings, imported lazily
@@ -40,7 +36,7 @@ def up(ctx: click.Context) -> None:
     from pipeline.annotate.push import load_sessions, serve_media
     from pipeline.annotate.server_owner import read_owner, record_owner, stop_strays
 
-    project = _project(ctx)
+    project = project_of(ctx)
     paths = server.ServerPaths.of(project)
     settings = _settings(project)
     if settings.media_url is None:  # what earlier pushes' tasks show (also after an upgrade)
@@ -64,7 +60,7 @@ def down(ctx: click.Context) -> None:
     from pipeline.annotate import server
     from pipeline.annotate.server_owner import forget_owner, stop_strays
 
-    paths = server.ServerPaths.of(_project(ctx))
+    paths = server.ServerPaths.of(project_of(ctx))
     stopped = server.stop(paths) | bool(stop_strays(paths))
     forget_owner(paths)
     console.print("Label Studio stopped" if stopped else "Label Studio was not running")
@@ -78,7 +74,7 @@ def status(ctx: click.Context) -> None:
     from pipeline.annotate.labelstudio import Client
     from pipeline.annotate.server_owner import server_report
 
-    project = _project(ctx)
+    project = project_of(ctx)
     external = server.external_connection()
     if external is not None:
         _, email = Client(external).whoami()
@@ -107,7 +103,7 @@ def annotators_add(ctx: click.Context, emails: tuple[str, ...]) -> None:
     from pipeline.annotate.accounts import add_annotators, passwords_file
     from pipeline.annotate.server import connect
 
-    project = _project(ctx)
+    project = project_of(ctx)
     for account in add_annotators(project, connect(project), list(emails)):
         console.print(f"{account.email}: {account.status} (user {account.user_id})", highlight=False)
     console.print(f"passwords: {project.rel_or_abs(passwords_file(project))} (mode 600)", highlight=False)
@@ -120,7 +116,7 @@ def annotators_list(ctx: click.Context) -> None:
     from pipeline.annotate.labelstudio import Client
     from pipeline.annotate.server import connect
 
-    for user_id, email in sorted(Client(connect(_project(ctx))).users().items()):
+    for user_id, email in sorted(Client(connect(project_of(ctx))).users().items()):
         console.print(f"{user_id}\t{email}", highlight=False)
 
 
@@ -135,7 +131,7 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
     (only rows without a task there are imported), so annotators label independently."""
     from pipeline.annotate.push import push_rows
 
-    project = _project(ctx)
+    project = project_of(ctx)
     progress = Progress(TextColumn("push {task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
     bars: dict[str, int] = {}
@@ -170,7 +166,7 @@ def pull(ctx: click.Context) -> None:
     """Export the annotations, store them as a new snapshot and parse them into validated records."""
     from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations
 
-    project = _project(ctx)
+    project = project_of(ctx)
     with err_console.status("exporting annotations from Label Studio..."):
         summary = pull_annotations(project)
     for part in summary.projects:

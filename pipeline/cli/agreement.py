@@ -8,10 +8,9 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.cli_lock import writer
-from pipeline.console import console, err_console
-from pipeline.project import Project
-
+from pipeline.cli.console import console, err_console
+from pipeline.cli.lock import writer
+from pipeline.cli.options import overrides_of, project_of
 
 _snapshot = click.option("--snapshot", default=None, metavar="NAME",
                          help="Annotation snapshot folder under build/annotations/ (default: the newest).")
@@ -22,15 +21,12 @@ _no_text = click.option("--no-text", is_flag=True,
                              "(adjudicate, gold).")
 
 
-def _project(ctx: click.Context) -> Project:
-    return Project.at((ctx.obj or {}).get("root"))
+def _settings(ctx: click.Context, **flags: Any):  # noqa: ANN202 - AgreementSettings, imported lazily
+    """`[tool.rescue.agreement]` with the flags given (None = not given) as overrides of this run."""
+    from pipeline.settings import SettingsOverrides, load_settings
 
-
-def _settings(project: Project, **overrides: Any):  # noqa: ANN202 - AgreementSettings, imported lazily
-    from pipeline.settings import load_settings
-
-    settings = load_settings(project.root).agreement
-    return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    overrides = overrides_of(ctx) | SettingsOverrides.of("agreement", flags)
+    return load_settings(project_of(ctx).root, overrides).agreement
 
 
 class _Bar:
@@ -61,8 +57,8 @@ def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, n
     """Inter-annotator agreement per field, scenario, session, annotator and pair -> build/agreement/."""
     from pipeline.agreement.agree import run_agree
 
-    project = _project(ctx)
-    settings = _settings(project, bootstrap_samples=bootstrap, seed=seed)
+    project = project_of(ctx)
+    settings = _settings(ctx, bootstrap_samples=bootstrap, seed=seed)
     bar = _Bar()
     with bar.progress:
         output = run_agree(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions,
@@ -95,8 +91,8 @@ def adjudicate(ctx: click.Context, snapshot: str | None, skip_other_versions: bo
     Answers given in the adjudication projects (fetched with --pull) win over the annotators'."""
     from pipeline.agreement.gold import run_adjudicate
 
-    project = _project(ctx)
-    settings = _settings(project, text_similarity=False if no_text else None)
+    project = project_of(ctx)
+    settings = _settings(ctx, text_similarity=False if no_text else None)
     if pull_answers:
         from pipeline.agreement.queue_labelstudio import pull_adjudications
 
@@ -128,8 +124,8 @@ def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no
     """Write settled sessions as gold rows (benchmark format) with per-field provenance -> build/gold/."""
     from pipeline.agreement.gold import run_gold
 
-    project = _project(ctx)
-    settings = _settings(project, text_similarity=False if no_text else None)
+    project = project_of(ctx)
+    settings = _settings(ctx, text_similarity=False if no_text else None)
     with err_console.status("settling answers and writing gold rows..."):
         summary = run_gold(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)
     console.print(f"gold: {len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "

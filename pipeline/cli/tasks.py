@@ -11,16 +11,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from pipeline.cli_lock import writer
-from pipeline.console import console, err_console, line, styled
+from pipeline.cli.console import console, err_console, line, styled
+from pipeline.cli.lock import writer
+from pipeline.cli.options import project_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
 
 TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
-
-
-def _project(ctx: click.Context) -> Project:
-    return Project.at((ctx.obj or {}).get("root"))
 
 
 def _settings_file(project: Project, given: Path | None) -> Path:
@@ -87,7 +84,7 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path |
     from pipeline.tasks.release import ReleaseProvenance, freeze_release, gold_source_label
     from pipeline.tasks.settings import load_task_settings
 
-    project = _project(ctx)
+    project = project_of(ctx)
     settings_file = _settings_file(project, settings_path)
     settings = load_task_settings(settings_file)
     schema = load_schema(settings_file.parent / settings.schema_file)
@@ -173,7 +170,7 @@ def evaluate(ctx: click.Context, task: str, predictions: Path, release: Path | N
     from pipeline.tasks.evaluate import evaluate as run_evaluate
     from pipeline.tasks.evaluate import score_table
 
-    folder = _release_dir(_project(ctx), release)
+    folder = _release_dir(project_of(ctx), release)
     report = run_evaluate(folder, task, predictions, text_similarity=not no_similarity)
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
     if json_out:
@@ -205,7 +202,7 @@ def compare_released(ctx: click.Context, task: str, published: Path, release: Pa
     """Compare rebuilt ER/VP instances with the published er.jsonl / vp.jsonl (exit 1 if they differ)."""
     from pipeline.tasks.compare import compare_released as run_compare
 
-    report = run_compare(_release_dir(_project(ctx), release), task, published)
+    report = run_compare(_release_dir(project_of(ctx), release), task, published)
     if as_json:
         click.echo(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -1,0 +1,69 @@
+"""`rescue status`: per session and stage what is done, stale, failed, pending or waiting; corpus steps;
+the annotation server; videos several sessions share. Reads only: it takes no lock."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from pipeline.cli.console import console, line, styled
+from pipeline.cli.options import overrides_of, project_of
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table.")
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Show, per session and stage, what is done, stale, failed, pending or waiting."""
+    from pipeline.runner import Context, orphans, session_status
+    from pipeline.stages import STAGES
+
+    context = Context.load(project_of(ctx), overrides_of(ctx))
+    rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
+    kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
+    from pipeline.corpus.state import corpus_status  # corpus steps of `rescue build` (pipeline/corpus)
+
+    corpus = corpus_status(context.project)
+    from pipeline.annotate.server import ServerPaths
+    from pipeline.annotate.server_owner import server_report
+    from pipeline.catalog import shared_videos
+
+    labelstudio = server_report(ServerPaths.of(context.project))
+    reused = shared_videos(context.catalog)
+    if as_json:
+        click.echo(json.dumps({"sessions": [row.model_dump() for row in rows],
+                               "not_in_catalog": kept, "corpus": corpus, "labelstudio": labelstudio,
+                               "shared_videos": reused}, indent=2))
+        return
+    table = Table(title=f"{len(context.catalog)} session(s) in the catalog")
+    table.add_column("session")
+    for name in STAGES:
+        table.add_column(name)
+    colours = {"done": "green", "stale": "yellow", "failed": "red", "pending": "cyan", "blocked": "dim"}
+    for entry in context.catalog:
+        cells = [r for r in rows if r.session_id == entry.session_id]
+        table.add_row(entry.session_id, *(styled(c.state, colours[c.state]) for c in cells))
+    console.print(table)
+    for stage in STAGES.values():
+        console.print(line("  ", styled(stage.name, "bold"), f": {stage.summary}"))
+    for row in rows:
+        if row.state in {"failed", "stale"} and row.reason:
+            console.print(f"  {row.session_id} {row.stage}: {row.reason}", highlight=False)
+    for name, sessions in kept.items():
+        if sessions:
+            console.print(f"  {name}: outputs kept for sessions no longer in the catalog: {', '.join(sessions)}")
+    if corpus:
+        steps = [part for c in corpus for part in
+                 (", " if c is not corpus[0] else "", f"{c['step']} ",
+                  styled(c["status"], "green" if c["status"] == "done" else "red"))]
+        console.print(line("corpus steps, last run: ", *steps))
+        for c in corpus:
+            if c["error"]:
+                console.print(f"  {c['step']}: {c['error']}", highlight=False)
+    if labelstudio:
+        colour = "yellow" if labelstudio["orphaned"] else "green"
+        console.print(styled(labelstudio["message"], colour))
+    for warning in reused:
+        console.print(line(styled("warning:", "yellow"), f" {warning}"))
