@@ -30,7 +30,7 @@ from pipeline.project import Project
 from pipeline.records import (AudioStream, CatalogEntry, Keyframe, SessionMedia, TranscriptRow, VideoStream,
                               row_id_for)
 from pipeline.sample.annotators import reference_labels
-from pipeline.sample.label_validation import row_problems
+from pipeline.label_rules import row_problems
 from tests.chat_server import ChatServer, Received, Reply
 
 KEY_ENV = "RESCUE_TEST_LLM_KEY"

@@ -37,7 +37,7 @@ from pipeline.sample.annotators import (
     simulated_annotations,
     values_by_row,
 )
-from pipeline.sample.label_validation import row_problems
+from pipeline.label_rules import row_problems
 from pipeline.sample.script import load_script
 from pipeline.schema import load_schema
 from pipeline.tasks.build import build_tasks

@@ -18,7 +18,7 @@ from pipeline.llm.client import ChatAnswer
 from pipeline.preannotate.draft_schema import CONFIDENCE
 from pipeline.preannotate.drafts import RowDraft
 from pipeline.records import Scenario, TranscriptRow
-from pipeline.sample.label_validation import row_problems
+from pipeline.label_rules import row_problems
 from pipeline.schema import AnnotationSchema
 
 MAX_PROBLEMS = 3

@@ -36,7 +36,7 @@ from pydantic import Field, JsonValue
 from pipeline.benchmark_format import BenchmarkRow, BenchmarkSession
 from pipeline.errors import RescueError
 from pipeline.records import Record, SampleTruth, Scenario
-from pipeline.sample.label_validation import row_problems
+from pipeline.label_rules import row_problems
 from pipeline.sample.script import Script, load_script
 from pipeline.schema import DEFAULT_SCHEMA, AnnotationSchema, SchemaField, SubField, load_schema
 

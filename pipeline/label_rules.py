@@ -1,11 +1,12 @@
-"""Check one row's annotated field values against the declarative annotation schema (annotation_schemas/*.yaml).
+"""Check one row's field values against the declarative annotation schema (annotation_schemas/*.yaml) and the
+benchmark's relational rules.
 
-Used for the sample sessions' reference labels and for what the simulated annotators answer. The checks are
-the schema's (field names, types, label sets per scenario, the session's closed entity set, item sub-fields,
-integer ranges, which rows a field applies to) plus the benchmark's relational rules (spec section 2): a
-target never holds the speaker, the group label stands alone, a viewpoint is about someone else, support
-comes from the therapist, evidence rows exist. Name lists must be in the session's entity order (the order
-the Label Studio round trip gives back).
+Used for the sample sessions' reference labels, for what the simulated annotators answer and for model drafts
+(pipeline/preannotate). The checks are the schema's (field names, types, label sets per scenario, the
+session's closed entity set, item sub-fields, integer ranges, which rows a field applies to) plus the
+benchmark's relational rules (spec section 2): a target never holds the speaker, the group label stands
+alone, a viewpoint is about someone else, support comes from the therapist, evidence rows exist. Name lists
+must be in the session's entity order (the order the Label Studio round trip gives back).
 """
 
 from __future__ import annotations
