@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from pipeline import __version__
@@ -51,44 +50,12 @@ def main(ctx: click.Context, root: Path | None, debug: bool) -> None:
     ctx.obj = {"root": root, "debug": debug}
 
 
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[current]}", markup=False), TimeElapsedColumn(), console=err_console,
-                    transient=False, disable=not err_console.is_terminal)
-
-
 def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str, ...], jobs: int) -> int:
-    """Run stages in order; print a summary line per stage. Returns the number of failed sessions."""
-    from pipeline.runner import Context, run_stage
-    from pipeline.stages import STAGES
+    """The single-step commands: `rescue build --only STAGE...` for the named sessions. Returns failed sessions."""
+    from pipeline.engine.printing import build_and_print
 
-    context = Context.load(project)
-    entries = context.select(session_ids)
-    if not entries:
-        raise RescueError("the catalog lists no sessions",
-                          "run `rescue sample` for the built-in sample, or `rescue add-session` for your videos")
-    failed = ran = 0
-    for name in stage_names:
-        stage = STAGES[name]
-        with _progress() as progress:
-            task = progress.add_task(name, total=0, current="")
-            report = run_stage(
-                context, stage, entries, jobs=jobs,
-                on_start=lambda n: progress.update(task, total=n),
-                on_done=lambda run: progress.update(task, advance=1, current=run.session_id),
-                on_progress=lambda sid, done, total, unit: progress.update(
-                    task, current=f"{sid}: {done:.0f}/{total:.0f} {unit}"),
-            )
-        ran += len(report.ran)
-        failed += len(report.failed)
-        took = f" ({report.elapsed_s:.1f} s)" if report.ran or report.failed else ""
-        console.print(f"{name}: {len(report.ran)} ran, {len(report.up_to_date)} up to date, "
-                      f"{len(report.failed)} failed, {len(report.blocked)} waiting -> {report.manifest}{took}")
-        for session_id, error in report.failed.items():
-            err_console.print(line("  ", styled("failed", "red"), f" {session_id}: {error}"))
-    if not ran and not failed:
-        console.print(f"Nothing to do: all {len(entries)} session(s) are up to date.")
-    return failed
+    return build_and_print(project, console, err_console, session_ids=session_ids, only=stage_names,
+                           jobs=jobs).failed_sessions
 
 
 _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
@@ -98,26 +65,32 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
 @main.command()
 @click.argument("session_ids", nargs=-1)
 @_jobs
+@click.option("--only", "only", multiple=True, metavar="STEP",
+              help="Run only this step (repeat) and what it needs that is not up to date; `rescue graph` lists them.")
 @click.option("--no-annotation", is_flag=True,
               help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
 @click.pass_context
 @writer
-def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annotation: bool) -> None:
-    """Run every stage that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
-    transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze."""
-    from pipeline.stages import STAGES
+def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, only: tuple[str, ...],
+          no_annotation: bool) -> None:
+    """Run every step that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
+    transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze. A session that
+    fails holds back only what depends on it: the corpus steps run for the sessions that are ready."""
+    from pipeline.engine.printing import build_and_print
 
-    project = _project(ctx)
-    if _run_stages(project, list(STAGES), session_ids, jobs):
-        err_console.print("corpus steps not run: fix the failed sessions first (`rescue status` shows why)")
+    report = build_and_print(_project(ctx), console, err_console, session_ids=session_ids, only=only, jobs=jobs,
+                             annotate=not no_annotation)
+    if report.failed_sessions:
         sys.exit(1)
-    if no_annotation or session_ids:
-        console.print("corpus steps not run (" + ("--no-annotation" if no_annotation else "sessions were named")
-                      + "); `rescue build` runs them for the whole catalog")
-        return
-    from pipeline.corpus.commands import run_corpus  # corpus steps (pipeline/corpus): push ... freeze
 
-    run_corpus(project, console, err_console)
+
+@main.command()
+@click.pass_context
+def graph(ctx: click.Context) -> None:
+    """Print the step graph (Mermaid), generated from the step declarations."""
+    from pipeline.engine.graph import mermaid
+
+    click.echo(mermaid(), nl=False)
 
 
 @main.command()
@@ -136,15 +109,12 @@ def ingest(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show, per session and stage, what is done, stale, failed, pending or waiting."""
-    from pipeline.runner import Context, orphans, session_status
+    from pipeline.engine.status import status_table
+    from pipeline.engine.waiting import describe
     from pipeline.stages import STAGES
 
-    context = Context.load(_project(ctx))
-    rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
-    kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
-    from pipeline.corpus.state import corpus_status  # corpus steps of `rescue build` (pipeline/corpus)
-
-    corpus = corpus_status(context.project)
+    table_data = status_table(_project(ctx))
+    context, rows, kept, corpus = table_data.context, table_data.sessions, table_data.not_in_catalog, table_data.corpus
     from pipeline.annotate.server import ServerPaths
     from pipeline.annotate.server_owner import server_report
     from pipeline.catalog import shared_videos
@@ -152,9 +122,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     labelstudio = server_report(ServerPaths.of(context.project))
     reused = shared_videos(context.catalog)
     if as_json:
-        click.echo(json.dumps({"sessions": [row.model_dump() for row in rows],
-                               "not_in_catalog": kept, "corpus": corpus, "labelstudio": labelstudio,
-                               "shared_videos": reused}, indent=2))
+        click.echo(json.dumps({**table_data.as_json(), "labelstudio": labelstudio, "shared_videos": reused},
+                              indent=2))
         return
     table = Table(title=f"{len(context.catalog)} session(s) in the catalog")
     table.add_column("session")
@@ -181,6 +150,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for c in corpus:
             if c["error"]:
                 console.print(f"  {c['step']}: {c['error']}", highlight=False)
+    for waiting in table_data.waiting:
+        console.print(line(styled("waiting:", "yellow"), f" {describe(waiting)}"))
     if labelstudio:
         colour = "yellow" if labelstudio["orphaned"] else "green"
         console.print(styled(labelstudio["message"], colour))

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline import __version__
+from pipeline import __version__, layout
 from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError, os_error_message
 from pipeline.executors.base import Executor, SessionJob
@@ -30,7 +30,6 @@ from pipeline.store import (
     describe_outputs,
     outputs_intact,
     sha256_json,
-    sweep_leftovers,
     write_record_atomic,
     write_text_atomic,
 )
@@ -78,7 +77,7 @@ class Context:
 
 
 def state_path(project: Project, stage: Stage, session_id: str) -> Path:
-    return project.session_dir(f"state/{stage.name}", session_id + ".json")
+    return layout.state_file(project, stage.name, session_id)
 
 
 def read_run(project: Project, stage: Stage, session_id: str) -> StageRun | None:
@@ -118,6 +117,18 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
     })
 
 
+def waiting_for(project: Project, stage: Stage, session_id: str) -> str:
+    """Which upstream steps hold this one back for the session, and why: 'rows (failed)'."""
+    parts = []
+    for name in stage.after:
+        run = read_run(project, STAGES[name], session_id)
+        if run is None:
+            parts.append(f"{name} (not run yet)")
+        elif run.status != "done":
+            parts.append(f"{name} (failed)")
+    return ", ".join(parts) or ", ".join(stage.after)
+
+
 def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionStatus:
     run = read_run(ctx.project, stage, entry.session_id)
 
@@ -127,7 +138,7 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
 
     wanted = fingerprint(ctx, stage, entry)
     if wanted is None:
-        return status("blocked", f"waiting for {', '.join(stage.after)}")
+        return status("blocked", f"waiting for {waiting_for(ctx.project, stage, entry.session_id)}")
     if run is None:
         return status("pending")
     if run.fingerprint != wanted:
@@ -162,7 +173,7 @@ def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: st
     stage = STAGES[stage_name]
     settings = load_settings(root)
     final = project.session_dir(stage.area, entry.session_id)
-    common = dict(stage=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
+    common = dict(step=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
     try:
         inputs = _stamps(project, stage, entry)
         with atomic_dir(final) as workdir, reporting(on_progress):
@@ -173,9 +184,9 @@ def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: st
     except OSError as exc:  # a read-only or full build area names the path and the fix; others are bugs
         known = os_error_message(exc)
         run = StageRun(status="failed", error=str(known) if known else f"internal error: {exc!r}",
-                       detail=traceback.format_exc(), **common)
+                       traceback=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
-        run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
+        run = StageRun(status="failed", error=f"internal error: {exc!r}", traceback=traceback.format_exc(), **common)
     return run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
 
 
@@ -186,7 +197,7 @@ def write_manifest(ctx: Context, stage: Stage) -> Path:
         record = ctx.project.session_dir(stage.area, entry.session_id) / stage.record_name
         if session_status(ctx, stage, entry).state == "done" and record.exists():
             lines.append(stage.record_type.model_validate_json(record.read_text(encoding="utf-8")).model_dump_json())
-    path = ctx.project.build / "manifests" / f"{stage.name}.jsonl"
+    path = layout.manifest_file(ctx.project, stage.name)
     text = "".join(line + "\n" for line in lines)
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         write_text_atomic(path, text)
@@ -211,9 +222,7 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
                       executor: Executor | None,
                       on_start: Callable[[int], None], on_done: Callable[[StageRun], None],
                       on_progress: Callable[[str, float, float, str], None]) -> StageReport:
-    started = time.perf_counter()
-    for area in (stage.area, f"state/{stage.name}", "manifests"):
-        sweep_leftovers(ctx.project.build / area)
+    started = time.perf_counter()  # debris of killed runs: swept once, by the build lock (pipeline/lock.py)
     report = StageReport(stage.name)
     todo: list[tuple[CatalogEntry, str]] = []
     for entry in entries:

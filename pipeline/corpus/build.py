@@ -10,7 +10,7 @@ records its error in build/state/corpus/<step>.json and stops the build with one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,9 +85,12 @@ def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
                           "run `rescue --debug build` for the traceback and report it") from exc
 
 
-def _label_studio_steps(ctx: CorpusContext, session: ServerSession) -> None:
-    with _step(ctx, "push"):
-        push_step(ctx, session)
+def _label_studio_steps(ctx: CorpusContext, session: ServerSession, steps: set[str]) -> None:
+    if "push" in steps:
+        with _step(ctx, "push"):
+            push_step(ctx, session)
+    if "sample-annotations" not in steps:
+        return
     with _step(ctx, "sample-annotations"):
         exports = annotation_exports(session, ctx)
         if not exports:
@@ -96,13 +99,20 @@ def _label_studio_steps(ctx: CorpusContext, session: ServerSession) -> None:
                               "(`rescue annotators add EMAIL...`), then build again")
         if apply_step(ctx, session, exports, "annotation"):
             exports = annotation_exports(session, ctx)
-    with _step(ctx, "pull"):
-        pull_step(ctx, session, exports)
+    if "pull" in steps:
+        with _step(ctx, "pull"):
+            pull_step(ctx, session, exports)
 
 
-def build_corpus(project: Project, *, on_step: Callable[[StepOutcome], None] = lambda outcome: None,
+def build_corpus(project: Project, *, steps: Collection[str] | None = None,
+                 on_step: Callable[[StepOutcome], None] = lambda outcome: None,
                  on_begin: Callable[[str], None] = lambda step: None) -> CorpusReport:
-    """Run every corpus step that is out of date (the per-session stages must be done)."""
+    """Run the corpus `steps` (the engine's plan: the named ones and what they need) that are out of date,
+    for the catalog sessions that have rows; a session still waiting for its rows is left out (and reported
+    as pending), never a reason to stop the others."""
+    from pipeline.engine.steps import CORPUS_STEPS
+
+    steps = set(CORPUS_STEPS if steps is None else steps)
     if not any(path.is_file() and path.stat().st_size for path in
                (rows_path(project, item.entry.session_id) for item in load_catalog(project))):
         return CorpusReport(steps=(), not_run="no catalog session has transcript rows yet: nothing to annotate")
@@ -110,14 +120,18 @@ def build_corpus(project: Project, *, on_step: Callable[[StepOutcome], None] = l
         ctx = CorpusContext.load(project, on_step=on_step, on_begin=on_begin)
         reason = server_needed(ctx)
         html: Path | None = None
-        if reason is None:
-            ctx.record("server", "not needed", "Label Studio's database is unchanged since the last build")
+        if reason is None or "server" not in steps:
+            if "server" in steps:
+                ctx.record("server", "not needed", "Label Studio's database is unchanged since the last build")
             for step in ("push", "sample-annotations", "pull"):
-                ctx.record(step, "up to date", "nothing can have changed on the server")
-            with _step(ctx, "agree"):
-                html = agree_step(ctx)
-            with _step(ctx, "adjudicate"):
-                adjudicate_step(ctx, None)
+                if step in steps:
+                    ctx.record(step, "up to date", "nothing can have changed on the server")
+            if "agree" in steps:
+                with _step(ctx, "agree"):
+                    html = agree_step(ctx)
+            if "adjudicate" in steps:
+                with _step(ctx, "adjudicate"):
+                    adjudicate_step(ctx, None)
         else:
             with _step(ctx, "server"):
                 write_state(project, StepState(step="server", status="failed", error="Label Studio steps unfinished"))
@@ -125,19 +139,26 @@ def build_corpus(project: Project, *, on_step: Callable[[StepOutcome], None] = l
             try:
                 ctx.record("server", "ran" if session.started_here else "up to date",
                            f"{session.how}; asked because {reason}")
-                _label_studio_steps(ctx, session)
-                with _step(ctx, "agree"):
-                    html = agree_step(ctx)
-                with _step(ctx, "adjudicate"):
-                    adjudicate_step(ctx, session)
+                _label_studio_steps(ctx, session, steps)
+                if "agree" in steps:
+                    with _step(ctx, "agree"):
+                        html = agree_step(ctx)
+                if "adjudicate" in steps:
+                    with _step(ctx, "adjudicate"):
+                        adjudicate_step(ctx, session, apply_stored="sample-adjudications" in steps)
             finally:
                 stopped = session.close()
             stamp = database_stamp(session.paths) if stopped else None
             ctx.done("server", "", stamp=stamp, url=session.connection.url, stopped=stopped)
-        with _step(ctx, "gold"):
-            written, pending = gold_step(ctx)
-        with _step(ctx, "freeze"):
-            release = freeze_step(ctx)
+        written: tuple[str, ...] = ()
+        pending: dict[str, str] = {}
+        release: Path | None = None
+        if "gold" in steps:
+            with _step(ctx, "gold"):
+                written, pending = gold_step(ctx)
+        if "freeze" in steps:
+            with _step(ctx, "freeze"):
+                release = freeze_step(ctx)
     return CorpusReport(steps=tuple(ctx.outcomes), agreement_report=project.rel_or_abs(html) if html else None,
                         release=project.rel_or_abs(release) if release else None, gold_sessions=written,
                         pending=pending)
