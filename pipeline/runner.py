@@ -107,7 +107,8 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
         run = read_run(ctx.project, STAGES[name], entry.session_id)
         if run is None or run.status != "done":
             return None
-        upstream[name] = sha256_json([o.model_dump() for o in run.outputs])
+        # the upstream outputs' content (not their mtimes: a copied or migrated build stays up to date)
+        upstream[name] = sha256_json([o.model_dump(exclude={"mtime_ns"}) for o in run.outputs])
     return sha256_json({
         "stage": stage.name,
         "version": stage.version,
@@ -229,6 +230,7 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
         status = session_status(ctx, stage, entry)
         if status.state == "done":
             report.up_to_date.append(entry.session_id)
+            _record_output_times(ctx.project, stage, entry.session_id)
         elif status.state == "blocked":
             report.blocked.append(entry.session_id)
         else:
@@ -255,6 +257,17 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
     report.manifest = ctx.project.rel(write_manifest(ctx, stage))
     report.elapsed_s = round(time.perf_counter() - started, 2)
     return report
+
+
+def _record_output_times(project: Project, stage: Stage, session_id: str) -> None:
+    """A record of an earlier build holds no output mtimes, so every check re-hashes its outputs; once they
+    were found intact (by hash), record their mtimes so later checks need only a stat."""
+    run = read_run(project, stage, session_id)
+    if run is None or all(output.mtime_ns >= 0 for output in run.outputs):
+        return
+    outputs = tuple(output.model_copy(update={"mtime_ns": (project.root / output.path).stat().st_mtime_ns})
+                    for output in run.outputs)
+    write_record_atomic(state_path(project, stage, session_id), run.model_copy(update={"outputs": outputs}))
 
 
 def orphans(ctx: Context, stage: Stage) -> list[str]:

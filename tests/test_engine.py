@@ -88,7 +88,8 @@ def _as_first_engine_wrote_it(path: Path) -> None:
     outputs with size and sha256 only)."""
     data = json.loads(path.read_text())
     old = {"stage": data["step"], "session_id": data["session_id"], "fingerprint": data["fingerprint"],
-           "status": data["status"], "outputs": [{k: o[k] for k in ("path", "size", "sha256")} for o in data["outputs"]],
+           "status": data["status"],
+           "outputs": [{k: o[k] for k in ("path", "size", "sha256")} for o in data["outputs"]],
            "inputs": data["inputs"], "error": data["error"], "detail": data["traceback"],
            "code_version": data["code_version"], "finished_at": data["finished_at"], "elapsed_s": data["elapsed_s"]}
     path.write_text(json.dumps(old, indent=2) + "\n")
@@ -105,6 +106,9 @@ def test_state_of_an_earlier_build_is_read_as_it_is_and_nothing_reruns(copy_buil
     assert {p: p.stat().st_mtime_ns for p in (project.build / "asr").rglob("*") if p.is_file()} == asr
     status = json.loads(rescue(project, "status", "--json").output)
     assert {row["state"] for row in status["sessions"]} == {"done"}
+    # migrated on the way: the outputs, found intact by hash, now carry their mtimes (later checks only stat)
+    record = json.loads((project.build / "state" / "transcribe" / f"{COUPLE}.json").read_text())
+    assert record["step"] == "transcribe" and all(o["mtime_ns"] > 0 for o in record["outputs"])
 
 
 def test_a_damaged_output_of_the_same_size_reruns_its_step(copy_built: Callable[..., Project]) -> None:

@@ -28,6 +28,12 @@ def adjudicate_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
                        settings=_settings_json(ctx), schema=ctx.schema_sha)
 
 
+def adjudicate_out_of_date(ctx: CorpusContext) -> str | None:
+    """Why adjudicate must run (and take its queue through the server), or None when it is up to date."""
+    fp = adjudicate_fingerprint(ctx, latest_annotations(ctx.project))
+    return None if last_done(ctx.project, "adjudicate", fp) else "annotations or agreement settings changed"
+
+
 def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
     answers = adjudication_answers(ctx.project)
     return fingerprint("gold", "1", annotations=file_sha(snapshot), adjudications=file_sha(answers) if answers else "",

@@ -41,6 +41,11 @@ def push_fingerprint(ctx: CorpusContext) -> str:
                        settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
 
 
+def push_out_of_date(ctx: CorpusContext) -> str | None:
+    """Why push must run against the server, or None when its inputs are those of its last run."""
+    return None if last_done(ctx.project, "push", push_fingerprint(ctx)) else "rows or push settings changed"
+
+
 def _projects_unchanged(server: ServerSession, recorded: object) -> bool:
     """The projects push made last time (title -> id, tasks) are still there with the same number of tasks."""
     if not isinstance(recorded, dict) or not recorded:

@@ -30,7 +30,8 @@ class Step:
 
 def _session_steps() -> list[Step]:
     return [Step(name=stage.name, scope="session", after=stage.after, settings=stage.settings_sections,
-                 sources=stage.sources, outputs=(f"build/{stage.area}/<session>/", f"build/manifests/{stage.name}.jsonl"),
+                 sources=stage.sources,
+                 outputs=(f"build/{stage.area}/<session>/", f"build/manifests/{stage.name}.jsonl"),
                  summary=stage.summary) for stage in STAGES.values()]
 
 

@@ -68,7 +68,8 @@ def read_gold_input(project: Project, gold: Path, settings_file: Path | None = N
 def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *, snapshots: Sequence[str],
                 models: Sequence[ModelVersion | dict[str, str]], out: Path | None = None,
                 overwrite: bool) -> ReleaseSummary:
-    provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots), models=tuple(models),  # type: ignore[arg-type]
+    provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots),
+                                   models=tuple(models),  # type: ignore[arg-type]  (dicts are validated)
                                    gold_source=gold_source_label(project.root, given.gold),
                                    gold_sha256=sha256_file(given.gold))
     return freeze_release(list(given.sessions), given.task_settings, provenance,
