@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from pipeline import __version__
+from pipeline import __version__, layout
 from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError, os_error_message
 from pipeline.executors.base import Executor, SessionJob
@@ -30,7 +30,6 @@ from pipeline.store import (
     describe_outputs,
     outputs_intact,
     sha256_json,
-    sweep_leftovers,
     write_record_atomic,
     write_text_atomic,
 )
@@ -80,7 +79,7 @@ class Context:
 
 
 def state_path(project: Project, stage: Stage, session_id: str) -> Path:
-    return project.session_dir(f"state/{stage.name}", session_id + ".json")
+    return layout.state_file(project, stage.name, session_id)
 
 
 def read_run(project: Project, stage: Stage, session_id: str) -> StageRun | None:
@@ -110,7 +109,8 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
         run = read_run(ctx.project, STAGES[name], entry.session_id)
         if run is None or run.status != "done":
             return None
-        upstream[name] = sha256_json([o.model_dump() for o in run.outputs])
+        # the upstream outputs' content (not their mtimes: a copied or migrated build stays up to date)
+        upstream[name] = sha256_json([o.model_dump(exclude={"mtime_ns"}) for o in run.outputs])
     return sha256_json({
         "stage": stage.name,
         "version": stage.version,
@@ -118,6 +118,18 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
         "entry": entry.model_dump(mode="json"),
         "upstream": upstream,
     })
+
+
+def waiting_for(project: Project, stage: Stage, session_id: str) -> str:
+    """Which upstream steps hold this one back for the session, and why: 'rows (failed)'."""
+    parts = []
+    for name in stage.after:
+        run = read_run(project, STAGES[name], session_id)
+        if run is None:
+            parts.append(f"{name} (not run yet)")
+        elif run.status != "done":
+            parts.append(f"{name} (failed)")
+    return ", ".join(parts) or ", ".join(stage.after)
 
 
 def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionStatus:
@@ -129,7 +141,7 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
 
     wanted = fingerprint(ctx, stage, entry)
     if wanted is None:
-        return status("blocked", f"waiting for {', '.join(stage.after)}")
+        return status("blocked", f"waiting for {waiting_for(ctx.project, stage, entry.session_id)}")
     if run is None:
         return status("pending")
     if run.fingerprint != wanted:
@@ -165,7 +177,7 @@ def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: st
     stage = STAGES[stage_name]
     settings = load_settings(root, overrides)
     final = project.session_dir(stage.area, entry.session_id)
-    common = dict(stage=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
+    common = dict(step=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
     try:
         inputs = _stamps(project, stage, entry)
         with atomic_dir(final) as workdir, reporting(on_progress):
@@ -176,9 +188,9 @@ def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: st
     except OSError as exc:  # a read-only or full build area names the path and the fix; others are bugs
         known = os_error_message(exc)
         run = StageRun(status="failed", error=str(known) if known else f"internal error: {exc!r}",
-                       detail=traceback.format_exc(), **common)
+                       traceback=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report
-        run = StageRun(status="failed", error=f"internal error: {exc!r}", detail=traceback.format_exc(), **common)
+        run = StageRun(status="failed", error=f"internal error: {exc!r}", traceback=traceback.format_exc(), **common)
     return run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
 
 
@@ -189,7 +201,7 @@ def write_manifest(ctx: Context, stage: Stage) -> Path:
         record = ctx.project.session_dir(stage.area, entry.session_id) / stage.record_name
         if session_status(ctx, stage, entry).state == "done" and record.exists():
             lines.append(stage.record_type.model_validate_json(record.read_text(encoding="utf-8")).model_dump_json())
-    path = ctx.project.build / "manifests" / f"{stage.name}.jsonl"
+    path = layout.manifest_file(ctx.project, stage.name)
     text = "".join(line + "\n" for line in lines)
     if not path.exists() or path.read_text(encoding="utf-8") != text:
         write_text_atomic(path, text)
@@ -214,15 +226,14 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
                       executor: Executor | None,
                       on_start: Callable[[int], None], on_done: Callable[[StageRun], None],
                       on_progress: Callable[[str, float, float, str], None]) -> StageReport:
-    started = time.perf_counter()
-    for area in (stage.area, f"state/{stage.name}", "manifests"):
-        sweep_leftovers(ctx.project.build / area)
+    started = time.perf_counter()  # debris of killed runs: swept once, by the build lock (pipeline/lock.py)
     report = StageReport(stage.name)
     todo: list[tuple[CatalogEntry, str]] = []
     for entry in entries:
         status = session_status(ctx, stage, entry)
         if status.state == "done":
             report.up_to_date.append(entry.session_id)
+            _record_output_times(ctx.project, stage, entry.session_id)
         elif status.state == "blocked":
             report.blocked.append(entry.session_id)
         else:
@@ -249,6 +260,17 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
     report.manifest = ctx.project.rel(write_manifest(ctx, stage))
     report.elapsed_s = round(time.perf_counter() - started, 2)
     return report
+
+
+def _record_output_times(project: Project, stage: Stage, session_id: str) -> None:
+    """A record of an earlier build holds no output mtimes, so every check re-hashes its outputs; once they
+    were found intact (by hash), record their mtimes so later checks need only a stat."""
+    run = read_run(project, stage, session_id)
+    if run is None or all(output.mtime_ns >= 0 for output in run.outputs):
+        return
+    outputs = tuple(output.model_copy(update={"mtime_ns": (project.root / output.path).stat().st_mtime_ns})
+                    for output in run.outputs)
+    write_record_atomic(state_path(project, stage, session_id), run.model_copy(update={"outputs": outputs}))
 
 
 def orphans(ctx: Context, stage: Stage) -> list[str]:

@@ -1,4 +1,6 @@
-"""The registry of per-session stages, in run order. Later stage families add themselves here."""
+"""The per-session steps, in run order: one `Stage` declaration each (what it reads, where it writes, how it
+runs). The engine (pipeline/engine/steps.py) takes every stage listed in STAGES into the step graph, so a
+new per-session step (e.g. preannotate, after rows) is one declaration here."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pipeline.media.ingest import RECORD_NAME as MEDIA_RECORD
+from pipeline.layout import MEDIA_RECORD
 from pipeline.media.ingest import ingest_session
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record, SessionMedia
@@ -29,6 +31,8 @@ class Stage:
     input_files: Callable[[Project, CatalogEntry], list[Path]]
     run: Callable[[Project, CatalogEntry, Settings, Path, Path], Record]
     summary: str
+    settings_sections: tuple[str, ...] = ()  # the [tool.rescue.*] sections `settings_of` reads (for the graph)
+    sources: str = ""  # the files outside build/ it reads, in words (the graph and docs)
 
 
 def _ingest_inputs(project: Project, entry: CatalogEntry) -> list[Path]:
@@ -46,6 +50,7 @@ INGEST = Stage(
     input_files=_ingest_inputs,
     run=lambda project, entry, settings, workdir, final: ingest_session(project, entry, settings.ingest, workdir, final),
     summary="validate + hash source, probe, cut clip, 16 kHz mono WAV, keyframes",
+    settings_sections=("ingest",), sources="the catalog entry's video and subtitles",
 )
 
 # Speech family (pipeline/speech): one build area per stage, since a stage replaces its whole session folder.
@@ -61,6 +66,7 @@ TRANSCRIBE = Stage(
     settings_of=lambda s: transcribe_stage_settings(s.speech),
     input_files=_transcribe.transcribe_inputs, run=_transcribe.transcribe_session,
     summary="WhisperX words with times (or the catalog's subtitles as text and timing)",
+    settings_sections=("speech", "speech.asr"), sources="the subtitles, where they are the text source",
 )
 DIARIZE = Stage(
     name="diarize", version="1", area=_diarize.AREA, record_name=_diarize.RECORD_NAME,
@@ -68,6 +74,7 @@ DIARIZE = Stage(
     settings_of=lambda s: resolve_diarization(s.speech.diarization),
     input_files=lambda project, entry: [], run=_diarize.diarize_session,
     summary="pyannote.audio speaker turns (overlaps kept), RTTM",
+    settings_sections=("speech.diarization",),
 )
 ROWS = Stage(
     name="rows", version="1", area=_rows.AREA, record_name=_rows.RECORD_NAME,
@@ -75,6 +82,7 @@ ROWS = Stage(
     settings_of=lambda s: rows_stage_settings(s.speech),
     input_files=_rows.rows_inputs, run=_rows.rows_session,
     summary="words -> speakers -> participants -> rows; JSON/SRT/VTT/RTTM exports; per-row clips",
+    settings_sections=("speech", "speech.rows"), sources="raw_video/speaker_maps/<session>.toml and the subtitles",
 )
 
 STAGES: dict[str, Stage] = {stage.name: stage for stage in (INGEST, TRANSCRIBE, DIARIZE, ROWS)}

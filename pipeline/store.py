@@ -1,4 +1,4 @@
-"""The build store: atomic writes, JSONL manifests, file hashes and per-(stage, session) run states.
+"""The build store: atomic writes, JSONL manifests, file hashes and the one step-run state record.
 
 A stage writes its session outputs into a temporary sibling folder and renames it into place, then
 records a `StageRun` (fingerprint of inputs + settings + stage version, and the output files with
@@ -17,10 +17,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, JsonValue, model_validator
 
+from pipeline import __version__
 from pipeline.records import Record
 
 TMP_MARK = ".tmp-"
@@ -143,6 +144,8 @@ class OutputFile(Record):
     path: str
     size: int
     sha256: str
+    mtime_ns: int = Field(default=-1, description="when it was written: size and mtime unchanged = content unchanged "
+                                                  "(-1: unknown, the content is hashed)")
 
 
 class FileStamp(Record):
@@ -153,34 +156,77 @@ class FileStamp(Record):
     mtime_ns: int
 
 
-class StageRun(Record):
-    """What one stage last did for one session. Stored as build/state/<stage>/<session_id>.json."""
+class StepRun(Record):
+    """What one step last did, for one session (build/state/<step>/<session_id>.json) or for the whole corpus
+    (`session_id` "", build/state/corpus/<step>.json): the one state record of every step.
 
-    stage: str
-    session_id: str
-    fingerprint: str
+    Up to date = the fingerprint of its inputs is unchanged and every recorded output still has its content.
+    Records written before the two engines were merged are read as they are (a session stage's `stage` key
+    and its traceback `detail`), so an existing build keeps its state and nothing re-runs for the format."""
+
+    step: str
+    session_id: str = Field(default="", description="'' for a corpus step")
+    fingerprint: str = ""
     status: Literal["done", "failed"]
     outputs: tuple[OutputFile, ...] = ()
     inputs: tuple[FileStamp, ...] = ()
     error: str = ""
-    detail: str = Field(default="", description="traceback of an internal error, for bug reports")
-    code_version: str
+    traceback: str = Field(default="", description="traceback of an internal error, for bug reports")
+    detail: dict[str, JsonValue] = Field(default_factory=dict, description="what the step recorded for the next run")
+    code_version: str = __version__
     finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     elapsed_s: float = Field(default=0.0, description="wall-clock seconds the run took")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_formats(cls, data: Any) -> Any:
+        """A per-session record of the first engine: `stage` for `step`, the traceback in `detail`."""
+        if isinstance(data, dict) and ("stage" in data or isinstance(data.get("detail"), str)):
+            data = dict(data)
+            if "stage" in data:
+                data.setdefault("step", data.pop("stage"))
+            if isinstance(data.get("detail"), str):
+                data["traceback"] = data.pop("detail")
+        return data
+
+    @property
+    def stage(self) -> str:  # the name per-session code used
+        return self.step
+
+
+StageRun = StepRun  # the name executors and the per-session runner use
+
+
+def output_file(root: Path, path: Path) -> OutputFile:
+    stat = path.stat()
+    return OutputFile(path=path.relative_to(root).as_posix(), size=stat.st_size, sha256=sha256_file(path),
+                      mtime_ns=stat.st_mtime_ns)
 
 
 def describe_outputs(root: Path, folder: Path) -> tuple[OutputFile, ...]:
     """Every file under `folder` with size and sha256, sorted, paths relative to `root`."""
     files = sorted(p for p in folder.rglob("*") if p.is_file())
-    return tuple(
-        OutputFile(path=p.relative_to(root).as_posix(), size=p.stat().st_size, sha256=sha256_file(p)) for p in files
-    )
+    return tuple(output_file(root, p) for p in files)
+
+
+def changed_outputs(root: Path, outputs: Iterable[OutputFile]) -> list[str]:
+    """The recorded outputs whose content is not what the step wrote (missing, cut, edited): the one output
+    rule of every step. A file with its recorded size and mtime is taken as unchanged (so a build does not
+    re-hash every WAV); any other file is hashed, so an edit that keeps the size is still caught."""
+    changed = []
+    for output in outputs:
+        path = root / output.path
+        try:
+            stat = path.stat()
+        except OSError:
+            changed.append(output.path)
+            continue
+        if not path.is_file() or stat.st_size != output.size:
+            changed.append(output.path)
+        elif stat.st_mtime_ns != output.mtime_ns and sha256_file(path) != output.sha256:
+            changed.append(output.path)
+    return changed
 
 
 def outputs_intact(root: Path, outputs: Iterable[OutputFile]) -> bool:
-    """Cheap check that recorded outputs still exist with their sizes (a full hash is `verify`'s job)."""
-    for output in outputs:
-        path = root / output.path
-        if not path.is_file() or path.stat().st_size != output.size:
-            return False
-    return True
+    return not changed_outputs(root, outputs)

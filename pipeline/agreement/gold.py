@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
+from pipeline import layout
 from pipeline.agreement.adjudication import SETTLED, Answered, FieldOutcome, Resolver, resolve
 from pipeline.agreement.agree import embedding_cache, read_snapshot, schema_for
 from pipeline.agreement.consensus import Consensus, Similarity
@@ -279,10 +280,10 @@ def _run_gold(project: Project, settings: AgreementSettings, **options: object) 
         queue_items=len(items), consensus_settings=settings.model_dump(
             include={"min_annotators", "majority_share", "interval_max_spread", "text_min_similarity",
                      "consensus", "adjudicators"}))
-    with atomic_dir(project.build / "gold") as tmp:
-        (tmp / "benchmark.jsonl").write_text("".join(s.model_dump_json() + "\n" for s in sessions), encoding="utf-8")
+    with atomic_dir(layout.gold_dir(project)) as tmp:
+        (tmp / layout.GOLD_FILE).write_text("".join(s.model_dump_json() + "\n" for s in sessions), encoding="utf-8")
         (tmp / "provenance.jsonl").write_text("".join(p.model_dump_json() + "\n" for p in provenance),
                                               encoding="utf-8")
-        summary = summary.model_copy(update={"benchmark_sha256": sha256_file(tmp / "benchmark.jsonl")})
+        summary = summary.model_copy(update={"benchmark_sha256": sha256_file(tmp / layout.GOLD_FILE)})
         (tmp / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n", encoding="utf-8")
     return summary

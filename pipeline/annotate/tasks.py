@@ -17,12 +17,12 @@ from pydantic import JsonValue
 
 from pipeline.annotate.config import CONTEXT_HTML
 from pipeline.annotate.results import encode, people_strip
+from pipeline import layout
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia, TranscriptRow
 from pipeline.schema import AnnotationSchema
 
 PREDICTION_VERSION = "transcript"  # Label Studio `model_version` of the drafts made from the transcript
-MEDIA_RECORD = "media.json"  # written by ingest into build/media/<session_id>/
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class SessionRows:
 
 
 def session_video(project: Project, session_id: str) -> str | None:
-    path = project.session_dir("media", session_id) / MEDIA_RECORD
+    path = layout.media_record(project, session_id)
     if not path.exists():
         return None
     return SessionMedia.model_validate_json(path.read_text(encoding="utf-8")).session_video

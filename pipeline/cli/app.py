@@ -47,7 +47,7 @@ def main(ctx: click.Context, root: Path | None, debug: bool) -> None:
 
 
 for command in (
-    build.build, build.ingest, status.status, sessions.sample, sessions.add_session,        # the build
+    build.build, build.graph, build.ingest, status.status, sessions.sample, sessions.add_session,        # the build
     tasks.freeze, tasks.verify, tasks.evaluate, tasks.compare_released,                       # tasks and release
     annotate.labelstudio_group, annotate.annotators_group, annotate.push, annotate.pull,      # annotation
     agreement.agree, agreement.adjudicate, agreement.gold,                                    # agreement

@@ -1,4 +1,4 @@
-"""`rescue build` (every stage, then the corpus steps) and `rescue ingest`."""
+"""`rescue build` (the step graph: session steps, then the corpus steps), `rescue graph` and `rescue ingest`."""
 
 from __future__ import annotations
 
@@ -18,26 +18,31 @@ jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1
 @click.command()
 @click.argument("session_ids", nargs=-1)
 @jobs_option
+@click.option("--only", "only", multiple=True, metavar="STEP",
+              help="Run only this step (repeat) and what it needs that is not up to date; `rescue graph` lists them.")
 @click.option("--no-annotation", is_flag=True,
               help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
 @click.pass_context
 @writer
-def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annotation: bool) -> None:
-    """Run every stage that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
-    transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze."""
-    from pipeline.stages import STAGES
+def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, only: tuple[str, ...],
+          no_annotation: bool) -> None:
+    """Run every step that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
+    transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze. A session that
+    fails holds back only what depends on it: the corpus steps run for the sessions that are ready."""
+    from pipeline.cli.printing import build_and_print
 
-    project = project_of(ctx)
-    if run_stages(project, list(STAGES), session_ids, jobs, overrides_of(ctx)):
-        err_console.print("corpus steps not run: fix the failed sessions first (`rescue status` shows why)")
+    report = build_and_print(project_of(ctx), console, err_console, session_ids=session_ids, only=only, jobs=jobs,
+                             annotate=not no_annotation, overrides=overrides_of(ctx))
+    if report.failed_sessions:
         sys.exit(1)
-    if no_annotation or session_ids:
-        console.print("corpus steps not run (" + ("--no-annotation" if no_annotation else "sessions were named")
-                      + "); `rescue build` runs them for the whole catalog")
-        return
-    from pipeline.cli.corpus import run_corpus  # corpus steps (pipeline/corpus): push ... freeze
 
-    run_corpus(project, console, err_console)
+
+@click.command()
+def graph() -> None:
+    """Print the step graph (Mermaid), generated from the step declarations."""
+    from pipeline.engine.graph import mermaid
+
+    click.echo(mermaid(), nl=False)
 
 
 @click.command()

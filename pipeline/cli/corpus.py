@@ -1,12 +1,12 @@
-"""Printing the corpus steps of `rescue build` (pipeline/cli/build.py calls `run_corpus`)."""
+"""Printing the corpus steps of `rescue build` (pipeline/cli/printing.py prints a whole build)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
 from pipeline.cli.console import line, styled
+from pipeline.corpus.build import CorpusReport
 from pipeline.corpus.context import StepOutcome
-from pipeline.project import Project
 
 COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "waiting": "yellow", "skipped": "yellow"}
 
@@ -21,13 +21,8 @@ def print_outcome(console: Console, outcome: StepOutcome) -> None:
         console.print(f"  ... and {len(outcome.notes) - 20} more", highlight=False)
 
 
-def run_corpus(project: Project, console: Console, err_console: Console) -> None:
-    """Run the corpus steps, printing each as it finishes, then where the report and the release are."""
-    from pipeline.corpus.build import build_corpus
-
-    with err_console.status("corpus steps...") as status:
-        report = build_corpus(project, on_step=lambda outcome: print_outcome(console, outcome),
-                              on_begin=lambda step: status.update(f"corpus step: {step}..."))
+def print_corpus_report(console: Console, report: CorpusReport) -> None:
+    """After the corpus steps' own lines: where the report and the release are, and who is left out."""
     if report.not_run:
         console.print(f"corpus steps not run: {report.not_run}", highlight=False)
         return
@@ -38,7 +33,7 @@ def run_corpus(project: Project, console: Console, err_console: Console) -> None
     if report.release:
         console.print(f"release: {report.release}/ ({len(report.gold_sessions)} session(s); check it with "
                       f"`rescue verify {report.release}`)", highlight=False)
-    else:
+    elif any(step.step == "freeze" for step in report.steps):
         console.print("release: not frozen yet (no session has complete gold)", highlight=False)
     if report.pending:
         console.print(f"left out of the release, gold pending for {len(report.pending)} session(s):", highlight=False)

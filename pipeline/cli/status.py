@@ -17,15 +17,12 @@ from pipeline.cli.options import overrides_of, project_of
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show, per session and stage, what is done, stale, failed, pending or waiting."""
-    from pipeline.runner import Context, orphans, session_status
+    from pipeline.engine.status import status_table
+    from pipeline.engine.waiting import describe
     from pipeline.stages import STAGES
 
-    context = Context.load(project_of(ctx), overrides_of(ctx))
-    rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
-    kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
-    from pipeline.corpus.state import corpus_status  # corpus steps of `rescue build` (pipeline/corpus)
-
-    corpus = corpus_status(context.project)
+    table_data = status_table(project_of(ctx), overrides_of(ctx))
+    context, rows, kept, corpus = table_data.context, table_data.sessions, table_data.not_in_catalog, table_data.corpus
     from pipeline.annotate.server import ServerPaths
     from pipeline.annotate.server_owner import server_report
     from pipeline.catalog import shared_videos
@@ -33,9 +30,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     labelstudio = server_report(ServerPaths.of(context.project))
     reused = shared_videos(context.catalog)
     if as_json:
-        click.echo(json.dumps({"sessions": [row.model_dump() for row in rows],
-                               "not_in_catalog": kept, "corpus": corpus, "labelstudio": labelstudio,
-                               "shared_videos": reused}, indent=2))
+        click.echo(json.dumps({**table_data.as_json(), "labelstudio": labelstudio, "shared_videos": reused},
+                              indent=2))
         return
     table = Table(title=f"{len(context.catalog)} session(s) in the catalog")
     table.add_column("session")
@@ -62,6 +58,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for c in corpus:
             if c["error"]:
                 console.print(f"  {c['step']}: {c['error']}", highlight=False)
+    for waiting in table_data.waiting:
+        console.print(line(styled("waiting:", "yellow"), f" {describe(waiting)}"))
     if labelstudio:
         colour = "yellow" if labelstudio["orphaned"] else "green"
         console.print(styled(labelstudio["message"], colour))

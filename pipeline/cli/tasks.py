@@ -20,15 +20,6 @@ from pipeline.project import Project
 TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
 
 
-def _settings_file(project: Project, given: Path | None) -> Path:
-    from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS
-
-    if given:
-        return given
-    local = project.schemas / DEFAULT_TASK_SETTINGS.name
-    return local if local.exists() else DEFAULT_TASK_SETTINGS
-
-
 def _release_dir(project: Project, given: Path | None) -> Path:
     """The given release, else the only one under build/release/."""
     if given:
@@ -57,9 +48,10 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
 
 @click.command()
 @click.option("--gold", "gold_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Gold sessions in the released benchmark.jsonl format (default build/gold/benchmark.jsonl); "
-                   "a published benchmark file works too.")
-@click.option("--version", "version", default="v1", show_default=True, help="Release version: build/release/<version>.")
+              help="Freeze this gold file (the released benchmark.jsonl format, e.g. a published one). Without it: "
+                   "the build's freeze step (`rescue build --only freeze`) on build/gold/benchmark.jsonl.")
+@click.option("--version", "version", default=None,
+              help="Release version: build/release/<version> (default: release_version of [tool.rescue.build]).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Release folder (default build/release/<version>); its name is the version.")
 @click.option("--settings", "settings_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -69,35 +61,31 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
                                            "moves to build/release/superseded/<version>-<UTC time>/).")
 @click.option("--snapshot", "snapshots", multiple=True, help="Annotation snapshot id the gold came from (repeat).")
 @click.option("--model", "models", multiple=True, help="ROLE:NAME:VERSION of a model used upstream (repeat).")
-@click.option("--license", "license_id", default="other", show_default=True,
-              help="The card's `license:` field: the source videos' licence (e.g. cc-by-nc-4.0); the project "
-                   "does not own it.")
+@click.option("--license", "license_id", default=None,
+              help="The card's `license:` field: the source videos' licence (e.g. cc-by-nc-4.0; default: "
+                   "release_license of [tool.rescue.build]); the project does not own it.")
 @click.pass_context
 @writer
-def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path | None, settings_path: Path | None,
-           strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...], license_id: str) -> None:
+def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out: Path | None,
+           settings_path: Path | None, strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...],
+           license_id: str | None) -> None:
     """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""
-    from pipeline.schema import load_schema
-    from pipeline.store import sha256_file
-    from pipeline.tasks.gold_input import read_gold_file
+    from pipeline.settings import load_settings
     from pipeline.tasks.coverage import describe_label_sources
-    from pipeline.tasks.release import ReleaseProvenance, freeze_release, gold_source_label
-    from pipeline.tasks.settings import load_task_settings
+    from pipeline.tasks.freeze_gold import ReleaseDefaults, freeze_gold, read_gold_input
 
     project = project_of(ctx)
-    settings_file = _settings_file(project, settings_path)
-    settings = load_task_settings(settings_file)
-    schema = load_schema(settings_file.parent / settings.schema_file)
-    gold = gold_path or project.build / "gold" / "benchmark.jsonl"
-    with console.status(f"reading {gold}"):
-        sessions, warnings = read_gold_file(gold, schema, strict=strict)
-    provenance = ReleaseProvenance(annotation_snapshots=snapshots, models=tuple(_model(m) for m in models),
-                                   gold_source=gold_source_label(project.root, gold),
-                                   gold_sha256=sha256_file(gold))
-    with console.status(f"building tasks from {len(sessions)} sessions"):
-        summary = freeze_release(sessions, settings, provenance, out or project.build / "release" / version,
-                                 schema=schema, overwrite=force, license=license_id)
-    _print_warnings(warnings, "MANIFEST.json counts them")
+    if gold_path is None:
+        _freeze_step(project, dict(version=version, out=out, settings=settings_path, strict=strict, force=force,
+                                   snapshot=snapshots, model=models, license=license_id))
+        return
+    release = ReleaseDefaults.of(load_settings(project.root), version, license_id)
+    with console.status(f"reading {gold_path}"):
+        given = read_gold_input(project, gold_path, settings_path, strict=strict)
+    with console.status(f"building tasks from {len(given.sessions)} sessions"):
+        summary = freeze_gold(project, given, release, snapshots=snapshots, models=[_model(m) for m in models],
+                              out=out, overwrite=force)
+    _print_warnings(given.warnings, "MANIFEST.json counts them")
     _print_warnings(summary.coverage_warnings, "MANIFEST.json coverage lists them")
     console.print(describe_label_sources(summary.label_sources), highlight=False)
     if summary.superseded:
@@ -109,6 +97,19 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str, out: Path |
     for task, counts in summary.instances.items():
         table.add_row(task, *(str(counts[k]) for k in ("couple", "family", "all")))
     console.print(table)
+
+
+def _freeze_step(project: Project, file_only: dict[str, object]) -> None:
+    """`rescue freeze` without --gold: the build's freeze step, through the engine (same state, same lock)."""
+    given = [f"--{name}" for name, value in file_only.items() if value not in (None, False, ())]
+    if given:
+        raise RescueError(f"{', '.join(given)} only apply to freezing a gold file (`rescue freeze --gold FILE`)",
+                          "the build's freeze step takes release_version and release_license from "
+                          "[tool.rescue.build] in pyproject.toml; or name the gold file with --gold")
+    from pipeline.cli.printing import build_and_print
+
+    if build_and_print(project, console, err_console, only=["freeze"]).failed_sessions:
+        sys.exit(1)
 
 
 @click.command()

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.push import schema_path
-from pipeline.corpus.state import StepState, file_sha, rows_digest, write_state
+from pipeline.corpus.state import StepState, file_sha, output_records, rows_digest, write_state
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.schema import AnnotationSchema, load_schema
@@ -63,6 +64,7 @@ class CorpusContext:
         self.outcomes.append(outcome)
         self.on_step(outcome)
 
-    def done(self, step: str, fingerprint: str, **detail: object) -> None:
+    def done(self, step: str, fingerprint: str, files: Iterable[Path] = (), **detail: object) -> None:
+        """Record a successful run: its fingerprint, what it noted for the next run, and its output `files`."""
         write_state(self.project, StepState(step=step, fingerprint=fingerprint, status="done", detail=detail,  # type: ignore[arg-type]
-                                            elapsed_s=self.elapsed()))
+                                            outputs=output_records(self.project, files), elapsed_s=self.elapsed()))

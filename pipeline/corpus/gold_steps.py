@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.labelstudio_steps import ServerSession
-from pipeline.corpus.state import damaged_outputs, file_sha, fingerprint, last_done, outputs_digest
+from pipeline.corpus.state import damaged_outputs, file_sha, fingerprint, last_done
 
 
 def _settings_json(ctx: CorpusContext) -> dict[str, object]:
@@ -25,6 +26,12 @@ def agree_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
 def adjudicate_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
     return fingerprint("adjudicate", "1", annotations=file_sha(snapshot), rows=ctx.rows,
                        settings=_settings_json(ctx), schema=ctx.schema_sha)
+
+
+def adjudicate_out_of_date(ctx: CorpusContext) -> str | None:
+    """Why adjudicate must run (and take its queue through the server), or None when it is up to date."""
+    fp = adjudicate_fingerprint(ctx, latest_annotations(ctx.project))
+    return None if last_done(ctx.project, "adjudicate", fp) else "annotations or agreement settings changed"
 
 
 def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
@@ -60,14 +67,14 @@ def agree_step(ctx: CorpusContext) -> Path:
         return html
     output = run_agree(ctx.project, ctx.agreement)
     report = output.report
-    ctx.done("agree", fp, snapshot=snapshot.parent.name, outputs=outputs_digest(ctx.project, _outputs(folder)))
+    ctx.done("agree", fp, snapshot=snapshot.parent.name, files=_outputs(folder))
     ctx.record("agree", "ran", f"{len(report.annotators)} annotator(s), {report.rows} row(s) of {report.sessions} "
                                f"session(s) -> {ctx.project.rel_or_abs(output.html)}",
                _damage_note(damaged) + [note.message for note in report.notes])
     return output.html
 
 
-def adjudicate_step(ctx: CorpusContext, server: ServerSession | None) -> None:
+def adjudicate_step(ctx: CorpusContext, server: ServerSession | None, *, apply_stored: bool = True) -> None:
     """The queue of what consensus cannot settle; with a server, its round trip through Label Studio."""
     from pipeline.agreement.gold import run_adjudicate
     from pipeline.corpus.server_steps import adjudication_round_trip
@@ -82,13 +89,14 @@ def adjudicate_step(ctx: CorpusContext, server: ServerSession | None) -> None:
         count, fresh = len(items), True
     else:
         count, fresh = int(done.detail.get("queue", 0)), False  # type: ignore[call-overload]
-    changed, notes = adjudication_round_trip(ctx, server, push=fresh and count > 0) if server else (False, [])
+    changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0, apply_stored=apply_stored)
+                      if server else (False, []))
     notes = _damage_note(damaged) + notes
     if changed:  # new adjudicated answers settle part of the queue
         _, items = run_adjudicate(ctx.project, ctx.agreement)
         notes.append(f"{count - len(items)} queued field(s) settled by the adjudicators' answers")
         count = len(items)
-    ctx.done("adjudicate", fp, queue=count, outputs=outputs_digest(ctx.project, outputs))
+    ctx.done("adjudicate", fp, queue=count, files=outputs)
     where = ctx.project.rel_or_abs(ctx.project.build / "adjudication" / "queue.jsonl")
     ctx.record("adjudicate", "ran" if fresh or changed else "up to date",
                f"{count} field(s) in the adjudication queue ({where})", notes)
@@ -100,9 +108,9 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
 
     snapshot = latest_annotations(ctx.project)
     fp = gold_fingerprint(ctx, snapshot)
-    folder = ctx.project.build / "gold"
-    summary_file, gold_file = folder / "summary.json", folder / "benchmark.jsonl"
-    outputs = _outputs(folder, "benchmark.jsonl", "provenance.jsonl", "summary.json")
+    folder = layout.gold_dir(ctx.project)
+    summary_file, gold_file = folder / "summary.json", layout.gold_file(ctx.project)
+    outputs = _outputs(folder, layout.GOLD_FILE, "provenance.jsonl", "summary.json")
     done = last_done(ctx.project, "gold", fp)
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
     if done is not None and not damaged:
@@ -111,7 +119,7 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
     else:
         summary = run_gold(ctx.project, ctx.agreement)
         ctx.done("gold", fp, sessions=list(summary.sessions_written), benchmark_sha256=summary.benchmark_sha256,
-                 outputs=outputs_digest(ctx.project, outputs))
+                 files=outputs)
         status = "ran"
     pending = pending_sessions(ctx, summary.sessions_written, summary.sessions_pending)
     sources = ", ".join(f"{k} {v}" for k, v in summary.fields_by_source.items())

@@ -14,18 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.state import file_sha, fingerprint, last_done, read_state
 from pipeline.store import read_jsonl
 from pipeline.tasks.release import ModelVersion
-
-
-def task_settings_file(ctx: CorpusContext) -> Path:
-    from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS
-
-    local = ctx.project.schemas / DEFAULT_TASK_SETTINGS.name
-    return local if local.is_file() else DEFAULT_TASK_SETTINGS
 
 
 def _packages(packages: dict[str, str], *names: str) -> str:
@@ -70,32 +64,29 @@ def release_is_current(out: Path, done_detail: dict[str, object]) -> bool:
 
 
 def freeze_step(ctx: CorpusContext) -> Path | None:
-    """Returns the release folder, or None while no session has complete gold."""
-    from pipeline.schema import load_schema
-    from pipeline.tasks.gold_input import NoGoldYet, read_gold_file
+    """Returns the release folder, or None while no session has complete gold. Freezes through the same
+    `freeze_gold` as `rescue freeze --gold FILE`, with the same defaults (pipeline/tasks/freeze_gold.py)."""
     from pipeline.tasks.coverage import describe_label_sources
-    from pipeline.tasks.release import ReleaseProvenance, freeze_release
-    from pipeline.tasks.settings import load_task_settings
+    from pipeline.tasks.freeze_gold import ReleaseDefaults, freeze_gold, read_gold_input
+    from pipeline.tasks.gold_input import NoGoldYet
 
-    gold = ctx.project.build / "gold" / "benchmark.jsonl"
-    settings_file = task_settings_file(ctx)
-    task_settings = load_task_settings(settings_file)
-    schema_file = settings_file.parent / task_settings.schema_file
-    schema = load_schema(schema_file)
+    gold = layout.gold_file(ctx.project)
+    release = ReleaseDefaults.of(ctx.settings)
+    version = release.version
+    out = layout.release_dir(ctx.project, version)
+    given = None
     try:
-        sessions, warnings = read_gold_file(gold, schema) if gold.is_file() else ([], [])
+        given = read_gold_input(ctx.project, gold) if gold.is_file() else None
     except NoGoldYet:
-        sessions, warnings = [], []
-    version = ctx.settings.build.release_version
-    license_id = ctx.settings.build.release_license
-    out = ctx.project.build / "release" / version
-    if not sessions:
+        pass
+    if given is None or not given.sessions:
         ctx.record("freeze", "waiting", f"no session has complete gold yet: release {version} not frozen")
         return None
+    sessions, warnings = given.sessions, given.warnings
     models = model_versions(ctx, {s.sample_id for s in sessions})
-    fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(settings_file),
-                     schema=file_sha(schema_file), version=version, models=[m.model_dump() for m in models],
-                     license=license_id)
+    fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(given.settings_file),
+                     schema=file_sha(given.schema_file), version=version, models=[m.model_dump() for m in models],
+                     license=release.license)
     done = last_done(ctx.project, "freeze", fp)
     if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
@@ -105,10 +96,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     answers = adjudication_answers(ctx.project)
     if answers is not None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
-    provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots), models=models,
-                                   gold_source=ctx.project.rel(gold), gold_sha256=file_sha(gold))
-    summary = freeze_release(sessions, task_settings, provenance, out, schema=schema, overwrite=True,
-                             license=license_id)
+    summary = freeze_gold(ctx.project, given, release, snapshots=snapshots, models=models, out=out, overwrite=True)
     notes = [str(w) for w in warnings[:10]]
     notes.append(describe_label_sources(summary.label_sources))
     notes.extend(summary.coverage_warnings[:10])

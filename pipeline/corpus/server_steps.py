@@ -41,6 +41,11 @@ def push_fingerprint(ctx: CorpusContext) -> str:
                        settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
 
 
+def push_out_of_date(ctx: CorpusContext) -> str | None:
+    """Why push must run against the server, or None when its inputs are those of its last run."""
+    return None if last_done(ctx.project, "push", push_fingerprint(ctx)) else "rows or push settings changed"
+
+
 def _projects_unchanged(server: ServerSession, recorded: object) -> bool:
     """The projects push made last time (title -> id, tasks) are still there with the same number of tasks."""
     if not isinstance(recorded, dict) or not recorded:
@@ -184,7 +189,8 @@ def annotation_exports(server: ServerSession, ctx: CorpusContext) -> list[Projec
     return fetch_annotation_exports(server.client, ctx.schema)
 
 
-def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: bool) -> tuple[bool, list[str]]:
+def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: bool,
+                            apply_stored: bool = True) -> tuple[bool, list[str]]:
     """Push the queue (`push`: it was just rewritten), apply stored adjudications, pull new answers.
 
     Returns whether anything changed and notes. The answers are pulled only when the adjudication
@@ -201,7 +207,7 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
         items = read_jsonl(ctx.project.build / "adjudication" / "queue.jsonl", QueueItem)
         notes += push_queue(ctx.project, ctx.agreement, items, server.connection)
     exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
-    if exports and apply_step(ctx, server, exports, "adjudication"):
+    if exports and apply_stored and apply_step(ctx, server, exports, "adjudication"):
         exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
     digest = fingerprint("adjudication-pull", "2", exports=combined_digest(export_map(exports)),
                          parsed_with=parse_inputs(ctx.project)) if exports else ""

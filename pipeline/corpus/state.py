@@ -9,36 +9,21 @@ sha256 of each output file (`outputs`), so a damaged, cut or edited output is re
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
-
-from pydantic import Field, JsonValue
 
 from pipeline import __version__
 from pipeline.catalog import load_catalog
 from pipeline.project import Project
-from pipeline.records import Record
-from pipeline.store import sha256_file, sha256_json, write_record_atomic
+from pipeline import layout
+from pipeline.store import (OutputFile, StepRun, changed_outputs, output_file, sha256_file, sha256_json,
+                            write_record_atomic)
 from pipeline.transcripts import rows_path
 
-STEPS = ("server", "push", "sample-annotations", "pull", "agree", "adjudicate", "sample-adjudications", "gold",
-         "freeze")
-
-
-class StepState(Record):
-    step: str
-    fingerprint: str = ""
-    status: Literal["done", "failed"]
-    detail: dict[str, JsonValue] = Field(default_factory=dict, description="what the step recorded for the next run")
-    error: str = ""
-    code_version: str = __version__
-    finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    elapsed_s: float = Field(default=0.0, description="wall-clock seconds the step took")
+StepState = StepRun  # the one state record of every step (pipeline/store.py); corpus steps leave session_id ""
 
 
 def state_path(project: Project, step: str) -> Path:
-    return project.build / "state" / "corpus" / f"{step}.json"
+    return layout.state_file(project, step)
 
 
 def read_state(project: Project, step: str) -> StepState | None:
@@ -70,9 +55,22 @@ def outputs_digest(project: Project, paths: Iterable[Path]) -> dict[str, str]:
     return {project.rel_or_abs(path): file_sha(path) for path in sorted(paths)}
 
 
+def output_records(project: Project, paths: Iterable[Path]) -> tuple[OutputFile, ...]:
+    """The step's output files as recorded in its state (the ones that exist)."""
+    return tuple(output_file(project.root, path) if path.is_relative_to(project.root) else
+                 OutputFile(path=str(path), size=path.stat().st_size, sha256=sha256_file(path))
+                 for path in sorted(paths) if path.is_file())
+
+
 def damaged_outputs(project: Project, state: StepState, paths: Iterable[Path]) -> list[str]:
-    """The outputs whose content is not what the step last wrote (missing, cut, edited); all of them when
-    the record holds no digests (a build from before outputs were hashed)."""
+    """The outputs whose content is not what the step last wrote (missing, cut, edited, or a file that the
+    step did not write), by the one output rule of every step (`changed_outputs`); all of them when the
+    record holds no digests (a build from before outputs were hashed)."""
+    paths = sorted(paths)
+    if state.outputs:
+        now = {project.rel_or_abs(path) for path in paths if path.is_file()}
+        recorded = {output.path for output in state.outputs}
+        return sorted((now ^ recorded) | set(changed_outputs(project.root, state.outputs)))
     now = outputs_digest(project, paths)
     recorded = state.detail.get("outputs")
     if not isinstance(recorded, dict) or set(recorded) != set(now):
@@ -92,8 +90,10 @@ def fingerprint(step: str, step_version: str, **inputs: object) -> str:
 
 def corpus_status(project: Project) -> list[dict[str, object]]:
     """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
+    from pipeline.engine.steps import CORPUS_STEPS  # the declarations (the engine's registry) name the steps
+
     found = []
-    for step in STEPS:
+    for step in CORPUS_STEPS:
         state = read_state(project, step)
         if state is not None:
             found.append({"step": step, "status": state.status, "finished_at": state.finished_at,

@@ -8,12 +8,13 @@ from pathlib import Path
 from pipeline.errors import RescueError
 from pipeline.media import ffmpeg_adapter
 from pipeline.media.frames import extract_keyframes, keyframe_times
+from pipeline import layout
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Keyframe, SessionMedia
 from pipeline.settings import IngestSettings
 from pipeline.store import sha256_file
 
-RECORD_NAME = "media.json"
+RECORD_NAME = layout.MEDIA_RECORD
 # Containers report durations rounded to a frame or an audio packet.
 _END_SLACK = 0.05
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline import layout
 from pipeline.errors import RescueError
 from pipeline.progress import window_reporter
 from pipeline.project import Project
@@ -25,7 +26,7 @@ SEGMENTS_FILE = "segments.jsonl"
 
 
 def read_media(project: Project, session_id: str) -> SessionMedia:
-    path = project.session_dir("media", session_id) / "media.json"
+    path = layout.media_record(project, session_id)
     if not path.exists():
         raise RescueError(f"session {session_id}: {project.rel(path)} is missing", f"run `rescue ingest {session_id}`")
     return SessionMedia.model_validate_json(path.read_text(encoding="utf-8"))

@@ -1,0 +1,110 @@
+"""`rescue build`: plan the graph, run the per-session steps through an executor, then the corpus steps for
+the sessions that are ready. One build lock for the whole run; the driver alone records state.
+
+A session that fails or waits holds back only what depends on it: the other sessions complete, and the
+corpus steps run for every session that has rows (the report says who waits for what)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pipeline.corpus.context import StepOutcome
+from pipeline.engine.plan import plan
+from pipeline.engine.steps import STEPS
+from pipeline.engine.waiting import Waiting, waiting_sessions
+from pipeline.errors import RescueError
+from pipeline.executors.base import Executor
+from pipeline.executors.local import LocalExecutor
+from pipeline.lock import build_lock
+from pipeline.project import Project
+from pipeline.runner import Context, StageReport, run_stage
+from pipeline.settings import NO_OVERRIDES, SettingsOverrides
+from pipeline.stages import STAGES
+from pipeline.store import StepRun
+
+
+class BuildHooks(Protocol):
+    """What a build tells its caller as it goes (the CLI draws progress and prints lines from these)."""
+
+    def stage(self, name: str, run: Callable[[Callable[[int], None], Callable[[StepRun], None],
+                                             Callable[[str, float, float, str], None]], StageReport]
+              ) -> StageReport: ...
+
+    def corpus_step(self, outcome: StepOutcome) -> None: ...
+
+    def corpus_begin(self, step: str) -> None: ...
+
+
+class QuietHooks:
+    def stage(self, name, run):  # type: ignore[no-untyped-def]
+        return run(lambda n: None, lambda r: None, lambda sid, done, total, unit: None)
+
+    def corpus_step(self, outcome: StepOutcome) -> None:
+        pass
+
+    def corpus_begin(self, step: str) -> None:
+        pass
+
+
+@dataclass
+class BuildReport:
+    steps: list[str]  # the plan
+    sessions: int  # how many sessions the session steps covered
+    stages: list[StageReport] = field(default_factory=list)
+    waiting: list[Waiting] = field(default_factory=list)
+    corpus: object | None = None  # pipeline.corpus.build.CorpusReport when the corpus steps ran
+    corpus_not_run: str = ""  # why the planned corpus steps did not run
+
+    @property
+    def failed_sessions(self) -> int:
+        return sum(len(report.failed) for report in self.stages)
+
+
+def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[str] = (), *, jobs: int = 1,
+              executor: Executor | None = None, annotate: bool = True, hooks: BuildHooks | None = None,
+              overrides: SettingsOverrides = NO_OVERRIDES) -> BuildReport:
+    """Run the planned steps that are out of date. Per-session steps go to `executor` (default: the local
+    one with `jobs` processes); corpus steps run here, unless sessions were named or `annotate` is off.
+    `overrides` (a command's flags) travel with every session job to whichever worker runs it."""
+    steps = plan(only)
+    session_ids = tuple(session_ids)
+    hooks = hooks or QuietHooks()
+    with build_lock(project):
+        context = Context.load(project, overrides)
+        entries = context.select(session_ids)
+        if not entries:
+            raise RescueError("the catalog lists no sessions",
+                              "run `rescue sample` for the built-in sample, or `rescue add-session` for your videos")
+        report = BuildReport(steps=steps, sessions=len(entries))
+        owned = executor is None
+        executor = executor or LocalExecutor(jobs)
+        try:
+            for name in steps:
+                if STEPS[name].scope == "session":
+                    report.stages.append(hooks.stage(name, _stage_runner(context, name, entries, executor)))
+        finally:
+            if owned:
+                executor.close()
+        report.waiting = waiting_sessions(context, entries, states=("failed", "blocked"))
+        corpus = [name for name in steps if STEPS[name].scope == "corpus"]
+        if corpus:
+            if not annotate:
+                report.corpus_not_run = "--no-annotation"
+            elif session_ids:
+                report.corpus_not_run = "sessions were named"
+            else:
+                from pipeline.corpus.build import build_corpus
+
+                report.corpus = build_corpus(project, steps=corpus, on_step=hooks.corpus_step,
+                                             on_begin=hooks.corpus_begin)
+    return report
+
+
+def _stage_runner(context: Context, name: str, entries: list, executor: Executor):  # type: ignore[no-untyped-def]
+    def run(on_start, on_done, on_progress) -> StageReport:  # type: ignore[no-untyped-def]
+        return run_stage(context, STAGES[name], entries, executor=executor, on_start=on_start, on_done=on_done,
+                         on_progress=on_progress)
+
+    return run

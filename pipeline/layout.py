@@ -1,0 +1,61 @@
+"""Every path under build/ that more than one module reads or writes: ask here, never spell it again.
+
+The step declarations (pipeline/engine/steps.py) name their outputs with these functions, so the step
+graph, the state files and the readers agree on one spelling.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.project import Project
+
+MEDIA_AREA = "media"
+MEDIA_RECORD = "media.json"  # ingest's record of a session: build/media/<session_id>/media.json
+STATE_AREA = "state"
+CORPUS_STATE = "corpus"  # build/state/corpus/<step>.json: the state of the corpus steps
+GOLD_AREA = "gold"
+GOLD_FILE = "benchmark.jsonl"
+
+
+def session_area(project: Project, area: str, session_id: str) -> Path:
+    """build/<area>/<session_id>/: one per-session step's whole output (replaced atomically)."""
+    return project.session_dir(area, session_id)
+
+
+def media_record(project: Project, session_id: str) -> Path:
+    return session_area(project, MEDIA_AREA, session_id) / MEDIA_RECORD
+
+
+def state_file(project: Project, step: str, session_id: str = "") -> Path:
+    """The state of a step: build/state/<step>/<session_id>.json per session, build/state/corpus/<step>.json
+    for a corpus step (`session_id` "")."""
+    if session_id:
+        return project.session_dir(f"{STATE_AREA}/{step}", session_id + ".json")
+    return project.build / STATE_AREA / CORPUS_STATE / f"{step}.json"
+
+
+def manifest_file(project: Project, step: str) -> Path:
+    """build/manifests/<step>.jsonl: the records of every session whose step is done."""
+    return project.build / "manifests" / f"{step}.jsonl"
+
+
+def gold_dir(project: Project) -> Path:
+    return project.build / GOLD_AREA
+
+
+def gold_file(project: Project) -> Path:
+    """build/gold/benchmark.jsonl: the gold sessions that the freeze step releases."""
+    return gold_dir(project) / GOLD_FILE
+
+
+def release_dir(project: Project, version: str) -> Path:
+    return project.build / "release" / version
+
+
+def agreement_dir(project: Project) -> Path:
+    return project.build / "agreement"
+
+
+def adjudication_dir(project: Project) -> Path:
+    return project.build / "adjudication"

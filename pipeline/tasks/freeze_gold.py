@@ -1,0 +1,77 @@
+"""Freezing gold sessions into a release: the one implementation behind the build's freeze step and
+`rescue freeze --gold FILE` (a published or hand-made gold file), with one set of defaults.
+
+Defaults, for both: the release version and licence from `[tool.rescue.build]` (`release_version`,
+`release_license`), the task settings `annotation_schemas/tasks-v1.yaml` of the project (else the
+packaged one), the manifest naming the gold file relative to the project root. What differs is only
+what each knows: the build step records the annotation snapshot and the models behind the rows, and
+replaces a changed release (the old one moves to superseded/); the file entry takes snapshots and
+models from its flags and replaces a different release only with `--force`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline import layout
+from pipeline.benchmark_format import BenchmarkSession
+from pipeline.project import Project
+from pipeline.schema import AnnotationSchema, load_schema
+from pipeline.settings import Settings
+from pipeline.store import sha256_file
+from pipeline.tasks.gold_input import GoldProblem, read_gold_file
+from pipeline.tasks.release import ModelVersion, ReleaseProvenance, ReleaseSummary, freeze_release, gold_source_label
+from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, load_task_settings
+
+
+def task_settings_file(project: Project, given: Path | None = None) -> Path:
+    if given:
+        return given
+    local = project.schemas / DEFAULT_TASK_SETTINGS.name
+    return local if local.is_file() else DEFAULT_TASK_SETTINGS
+
+
+@dataclass(frozen=True)
+class ReleaseDefaults:
+    version: str
+    license: str
+
+    @classmethod
+    def of(cls, settings: Settings, version: str | None = None, license: str | None = None) -> ReleaseDefaults:
+        return cls(version or settings.build.release_version, license or settings.build.release_license)
+
+
+@dataclass(frozen=True)
+class GoldInput:
+    gold: Path
+    settings_file: Path
+    task_settings: TaskSettings
+    schema_file: Path
+    schema: AnnotationSchema
+    sessions: tuple[BenchmarkSession, ...]
+    warnings: tuple[GoldProblem, ...]
+
+
+def read_gold_input(project: Project, gold: Path, settings_file: Path | None = None, *,
+                    strict: bool = False) -> GoldInput:
+    """The gold sessions with the task settings and schema they are frozen with (errors raise RescueError)."""
+    settings_file = task_settings_file(project, settings_file)
+    task_settings = load_task_settings(settings_file)
+    schema_file = settings_file.parent / task_settings.schema_file
+    schema = load_schema(schema_file)
+    sessions, warnings = read_gold_file(gold, schema, strict=strict)
+    return GoldInput(gold, settings_file, task_settings, schema_file, schema, tuple(sessions), tuple(warnings))
+
+
+def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *, snapshots: Sequence[str],
+                models: Sequence[ModelVersion | dict[str, str]], out: Path | None = None,
+                overwrite: bool) -> ReleaseSummary:
+    provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots),
+                                   models=tuple(models),  # type: ignore[arg-type]  (dicts are validated)
+                                   gold_source=gold_source_label(project.root, given.gold),
+                                   gold_sha256=sha256_file(given.gold))
+    return freeze_release(list(given.sessions), given.task_settings, provenance,
+                          out or layout.release_dir(project, release.version), schema=given.schema,
+                          overwrite=overwrite, license=release.license)
