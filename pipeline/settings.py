@@ -11,6 +11,7 @@ from pipeline.errors import RescueError, describe_validation
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.corpus.settings import BuildSettings
+from pipeline.preannotate.settings import PreannotateSettings
 from pipeline.speech.settings import SpeechSettings
 
 
@@ -34,6 +35,8 @@ class Settings(BaseModel):
     annotate: AnnotateSettings = AnnotateSettings()
     speech: SpeechSettings = Field(default_factory=SpeechSettings)  # built at load time: RESCUE_ASR_* env overrides apply
     build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
+    # built at load time: RESCUE_PREANNOTATE_* env overrides (the `rescue preannotate` flags) apply
+    preannotate: PreannotateSettings = Field(default_factory=PreannotateSettings)
 
 
 def load_settings(root: Path) -> Settings:
