@@ -108,7 +108,9 @@ def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annota
     from pipeline.stages import STAGES
 
     project = _project(ctx)
-    if _run_stages(project, list(STAGES), session_ids, jobs):
+    # --no-annotation stops at the rows: the drafts are made for annotation, so they wait too
+    names = [name for name in STAGES if not (no_annotation and name == "preannotate")]
+    if _run_stages(project, names, session_ids, jobs):
         err_console.print("corpus steps not run: fix the failed sessions first (`rescue status` shows why)")
         sys.exit(1)
     if no_annotation or session_ids:
@@ -273,3 +275,7 @@ main.add_command(diarize)
 main.add_command(rows)
 main.add_command(speakers)
 main.add_command(score_transcript)
+
+from pipeline.preannotate.commands import preannotate  # noqa: E402  (pre-annotation)
+
+main.add_command(preannotate)
