@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,16 +21,17 @@ from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.preannotate.backends import make_backend
 from pipeline.preannotate.drafts import RowDraft, SessionDrafts, drafts_for_rows
-from pipeline.preannotate.session import session_from_gold
+from pipeline.preannotate.session import DraftSession, session_from_gold
 from pipeline.preannotate.settings import PreannotateSettings
 from pipeline.preannotate.stage import preannotate_inputs, preannotate_session, stage_settings
 from pipeline.preannotate.validate import draft_problems
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
+from pipeline.runner import Context
 from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
 from pipeline.schema import load_schema
 from pipeline.settings import load_settings
-from pipeline.transcripts import rows_path, write_rows
+from pipeline.transcripts import read_rows, rows_path, write_rows
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(REPO / "annotation_schemas" / "rescue-v1.yaml")
@@ -123,7 +125,8 @@ def test_the_step_writes_drafts_for_a_sessions_rows_and_its_fingerprint_inputs(g
 def test_evaluate_beats_the_majority_baseline_where_two_sessions_can_tell(gold_project: Project) -> None:
     out = gold_project.root / "eval.json"
     result = CliRunner().invoke(main, ["--root", str(gold_project.root), "preannotate", "--evaluate",
-                                       "--backend", "gold-model", "--train-gold", str(gold_project.root / "train.jsonl"),
+                                       "--backend", "gold-model",
+                                       "--train-gold", str(gold_project.root / "train.jsonl"),
                                        "--test-gold", str(gold_project.root / "test.jsonl"), "--json", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
@@ -190,3 +193,41 @@ def test_drafts_of_rows_that_vanished_are_dropped_and_counted() -> None:
     rows_now = ["s@000000000-000000001", "s@000000002-000000003", "s@000000009-000000010"]  # re-segmented
     kept, dropped = drafts_for_rows(drafts, rows_now)
     assert [d.row_id for d in kept] == ["s@000000000-000000001", "s@000000002-000000003"] and dropped == 2
+
+
+def test_the_step_in_the_build_drafts_real_rows_and_goes_stale_on_new_training_gold(
+        copy_built: Callable[[], Project]) -> None:
+    """The real chain: rows from ASR + diarization of both samples; gold-model trained on the couple sample's
+    reference gold (timed by its truth), drafting both sessions' rows through the runner."""
+    from pipeline.sample.annotators import reference_session
+    from pipeline.sample.row_answers import sample_truth
+    from tests.speech_fixtures import COUPLE, FAMILY, run_stages
+
+    project = copy_built()
+    shutil.copytree(REPO / "annotation_schemas", project.schemas, dirs_exist_ok=True)
+    train = write_gold(project.root / "couple_gold.jsonl", [reference_session(COUPLE, sample_truth(project, COUPLE),
+                                                                              SCHEMA)])
+    (project.root / "pyproject.toml").write_text('[tool.rescue.preannotate]\nbackend = "gold-model"\n'
+                                                 'train_gold = ["couple_gold.jsonl"]\n', encoding="utf-8")
+    report = run_stages(project, ("preannotate",))["preannotate"]
+    assert sorted(report.ran) == sorted([COUPLE, FAMILY]) and not report.failed, report.failed
+    for session_id in (COUPLE, FAMILY):
+        drafts = SessionDrafts.model_validate_json((project.build / "preannotate" / session_id / "drafts.json")
+                                                   .read_text())
+        rows = read_rows(project, session_id)
+        assert [d.row_id for d in drafts.rows] == [r.row_id for r in rows] and drafts.quarantined == ()
+        entry = next(e for e in Context.load(project).catalog if e.session_id == session_id)
+        session = DraftSession(session_id, entry.scenario, entry.participants, tuple(rows), SCHEMA)
+        for draft in drafts.rows:
+            assert draft_problems(session, dict(draft.values)) == []
+        assert sum("tone_of_voice" in d.values for d in drafts.rows) == len(rows)
+    assert sorted(run_stages(project, ("preannotate",))["preannotate"].up_to_date) == sorted([COUPLE, FAMILY])
+    with train.open("a") as handle:  # new training gold: every session's drafts are stale
+        handle.write("\n")
+    assert sorted(run_stages(project, ("preannotate",))["preannotate"].ran) == sorted([COUPLE, FAMILY])
+    (project.root / "pyproject.toml").write_text("", encoding="utf-8")  # back to the transcript backend
+    again = run_stages(project, ("preannotate",))["preannotate"]
+    assert sorted(again.ran) == sorted([COUPLE, FAMILY])
+    drafts = SessionDrafts.model_validate_json((project.build / "preannotate" / COUPLE / "drafts.json").read_text())
+    assert drafts.backend == "transcript" and all(set(d.values) <= {"primary_speaker", "target", "dialogue_cleaned"}
+                                                  for d in drafts.rows)

@@ -24,6 +24,7 @@ from pipeline.preannotate.scoring import PRIMARY, Unit, schema_units, score_unit
 from pipeline.preannotate.session import session_from_gold
 from pipeline.preannotate.settings import PreannotateSettings
 from pipeline.project import Project
+from pipeline.records import Scenario
 from pipeline.schema import AnnotationSchema
 from pipeline.tasks.context import clean
 from pipeline.tasks.gold_input import read_gold_file
@@ -123,8 +124,9 @@ def evaluate_backend(project: Project, settings: PreannotateSettings, schema: An
     for unit in units:
         if not gold[unit.name]:
             continue
-        order = tuple(dict.fromkeys(label for scenario in ("couple", "family")
-                                    for label in schema.labels(unit.labels, scenario))) if unit.labels else ()  # type: ignore[arg-type]
+        scenarios: tuple[Scenario, ...] = ("couple", "family")
+        order = tuple(dict.fromkeys(label for scenario in scenarios
+                                    for label in schema.labels(unit.labels, scenario))) if unit.labels else ()
         scores = score_unit(unit, gold[unit.name], drafted[unit.name], order)
         baseline = score_unit(unit, gold[unit.name], base[unit.name], order)
         primary = PRIMARY[unit.kind]

@@ -51,7 +51,8 @@ def _items(schema: AnnotationSchema, f: SchemaField, heads: dict[str, Prediction
     shared = {h: p for h, p in heads.items() if h.startswith(f"{f.name}.")}
     items: list[JsonValue] = []
     for wanted in split_set(keys.value):
-        source = _first(neighbours, lambda n: any(i.get(key) == wanted for i in n.values.get(f.name) or []))  # type: ignore[union-attr]
+        source = _first(neighbours, lambda n: any(i.get(key) == wanted  # type: ignore[union-attr]
+                                                  for i in n.values.get(f.name) or []))  # type: ignore[union-attr]
         if source is None:
             continue
         item = dict(next(i for i in source.values[f.name] if i.get(key) == wanted))  # type: ignore[union-attr]

@@ -66,3 +66,23 @@ def session_features(vectors: np.ndarray, speakers: Sequence[str], therapist: st
     norms = np.linalg.norm(search, axis=1, keepdims=True)
     search = np.divide(search, norms, out=np.zeros_like(search), where=norms > 0)
     return np.hstack([vectors, context, extra]), search.astype(np.float32)
+
+
+class Reducer:
+    """Principal components of the embedding part of the features (the flags pass through): logistic
+    regression on 64 components instead of 768 dimensions trains ~10x faster and overfits less."""
+
+    def __init__(self, features: np.ndarray, dims: int) -> None:
+        from sklearn.decomposition import PCA
+
+        embedded = features[:, :-EXTRA]
+        self.pca = PCA(n_components=max(1, min(dims, len(features) - 1, embedded.shape[1])), random_state=0)
+        if len(features) > 1:
+            self.pca.fit(embedded)
+        else:
+            self.pca = None  # type: ignore[assignment]
+
+    def __call__(self, features: np.ndarray) -> np.ndarray:
+        if self.pca is None or not len(features):
+            return features
+        return np.hstack([self.pca.transform(features[:, :-EXTRA]), features[:, -EXTRA:]]).astype(np.float32)

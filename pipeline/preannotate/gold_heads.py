@@ -54,7 +54,8 @@ class Head:
             return SET_JOIN.join(sorted(set(value)))  # type: ignore[arg-type]
         items = value or []
         if self.kind == "keys":
-            return SET_JOIN.join(sorted({str(i[self.sub]) for i in items if i.get(self.sub)}))  # type: ignore[union-attr, index]
+            keys = {str(i[self.sub]) for i in items if i.get(self.sub)}  # type: ignore[union-attr, index]
+            return SET_JOIN.join(sorted(keys))
         if not items:
             return None
         if self.kind == "sub_set":
@@ -68,7 +69,9 @@ def split_set(value: str) -> list[str]:
 
 
 def _differs(schema: AnnotationSchema, label_set: str | None) -> bool:
-    return bool(label_set) and schema.labels(label_set, "couple") != schema.labels(label_set, "family")  # type: ignore[arg-type]
+    if not label_set:
+        return False
+    return schema.labels(label_set, "couple") != schema.labels(label_set, "family")
 
 
 def schema_heads(schema: AnnotationSchema) -> list[Head]:

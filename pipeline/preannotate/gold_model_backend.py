@@ -22,7 +22,7 @@ from pipeline.benchmark_format import BenchmarkSession
 from pipeline.errors import RescueError
 from pipeline.preannotate.drafts import QuarantinedDraft, RowDraft, SessionDrafts
 from pipeline.preannotate.gold_assemble import GoldRow, Prediction, assemble
-from pipeline.preannotate.gold_features import EmbedStats, embed_texts, session_features
+from pipeline.preannotate.gold_features import EmbedStats, Reducer, embed_texts, session_features
 from pipeline.preannotate.gold_heads import Head, HeadModel, fit_head, head_key, schema_heads
 from pipeline.preannotate.gold_rows import gold_values, read_training_gold
 from pipeline.preannotate.roles import RoleMap, encode_roles, role_maps
@@ -58,6 +58,7 @@ class TrainedModel:
     therapist_rows: np.ndarray  # bool per training row
     scenarios: list[Scenario]
     gold: dict[str, str]  # training file -> sha256
+    reduce: Reducer | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -88,6 +89,8 @@ def train(sessions: Sequence[BenchmarkSession], gold: dict[str, str], schema: An
             scenarios.append(session.scenario)
             therapist.append(speaker == schema.therapist)
     X = np.vstack(features) if features else np.zeros((0, 1))
+    reduce = Reducer(X, settings.embedding_dims)
+    X = reduce(X)
     specs = schema_heads(schema)
     heads: dict[str, HeadModel] = {}
     notes = []
@@ -105,7 +108,7 @@ def train(sessions: Sequence[BenchmarkSession], gold: dict[str, str], schema: An
             heads[key] = model
             notes.append(f"{key}: {model.describe()}")
     return TrainedModel(heads, specs, np.vstack(search) if search else np.zeros((0, 1), np.float32), rows,
-                        np.array(therapist, dtype=bool), scenarios, gold, notes)
+                        np.array(therapist, dtype=bool), scenarios, gold, reduce, notes)
 
 
 class GoldModelBackend:
@@ -131,7 +134,8 @@ class GoldModelBackend:
                                   "rows", "train on a gold file with annotated sessions ([tool.rescue.preannotate] "
                                   "train_gold or --train-gold)")
             key = sha256_json({"gold": sorted(gold.values()), "settings": self.settings.model_dump(),
-                               "schema": self.schema.model_dump(mode="json"), "code": __version__, "training_code": _code_digest()})
+                               "schema": self.schema.model_dump(mode="json"), "code": __version__,
+                               "training_code": _code_digest()})
             path = self.cache_dir / "models" / f"{key}.pkl" if self.cache_dir else None
             if path is not None and path.is_file():
                 self._trained = pickle.loads(path.read_bytes())  # our own build folder's cache
@@ -153,6 +157,7 @@ class GoldModelBackend:
         vectors = embed_texts([row.text for row in session.rows], self.embeddings_cache, self.stats)
         features, search = session_features(vectors, speakers, schema.therapist, session.scenario == "family",
                                              self.settings.context_rows)
+        features = model.reduce(features) if model.reduce is not None else features
         predicted: list[dict[str, Prediction]] = [{} for _ in session.rows]
         for head in model.specs:
             groups: dict[str, list[int]] = {}

@@ -10,7 +10,7 @@ couple, P1 is the partner; on a therapist row, P1 is the client who spoke last.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -67,7 +67,7 @@ def role_maps(speakers: Sequence[str], participants: Sequence[str], therapist: s
     return maps
 
 
-def _convert(value: JsonValue, kind: str, convert_one) -> JsonValue:  # type: ignore[no-untyped-def]
+def _convert(value: JsonValue, kind: str, convert_one: Callable[[JsonValue], str | None]) -> JsonValue:
     if kind == "entity":
         return convert_one(value)
     return [v for v in (convert_one(x) for x in value or []) if v]  # type: ignore[union-attr]
@@ -82,7 +82,8 @@ def decode_roles(schema: AnnotationSchema, values: dict[str, JsonValue], roles: 
     return _map_values(schema, values, lambda role: roles.name(str(role)) if role else None)
 
 
-def _map_values(schema: AnnotationSchema, values: dict[str, JsonValue], one) -> dict[str, JsonValue]:  # type: ignore[no-untyped-def]
+def _map_values(schema: AnnotationSchema, values: dict[str, JsonValue],
+                one: Callable[[JsonValue], str | None]) -> dict[str, JsonValue]:
     out: dict[str, JsonValue] = {}
     for name, value in values.items():
         field: SchemaField = schema.field(name)

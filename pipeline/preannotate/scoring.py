@@ -67,7 +67,8 @@ def schema_units(schema: AnnotationSchema) -> list[Unit]:
             for sub in f.items:
                 if sub.name == key or sub.type == "entity":
                     continue
-                kind: Kind = {"entities": "set", "label": "set", "integer": "integer"}.get(sub.type, "text")  # type: ignore[assignment]
+                kinds: dict[str, Kind] = {"entities": "set", "label": "set", "integer": "integer"}
+                kind = kinds.get(sub.type, "text")
                 units.append(Unit(f"{f.name}.{sub.name}", f.name, kind, sub.name))
     return units
 

@@ -25,6 +25,8 @@ class GoldModelSettings(_Section):
 
     context_rows: int = Field(2, ge=0, le=10, description="preceding rows averaged into the context embedding")
     neighbours: int = Field(25, ge=1, description="nearest gold rows searched for text fields and list items")
+    embedding_dims: int = Field(64, ge=2, le=768, description="the row + context embeddings are reduced to this "
+                                "many principal components before the classifiers (fewer = faster, smoother)")
     regularization: float = Field(1.0, gt=0, description="inverse regularisation strength C of the logistic "
                                   "regression (smaller = smoother)")
     min_class_rows: int = Field(3, ge=1, description="a value seen in fewer training rows is never predicted")
