@@ -46,7 +46,7 @@ def one(root: Path) -> dict:
 
     schema = load_schema(ROOT / "annotation_schemas" / "rescue-v1.yaml")
     gold = root / "gold.jsonl"
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     backend = make_backend(Project(root), PreannotateSettings(backend="gold-model", train_gold=(str(gold),)), schema)
     sessions, _ = read_gold_file(gold, schema)
     read = time.perf_counter() - started
@@ -60,11 +60,11 @@ def one(root: Path) -> dict:
         rows += len(drafts.rows)
         quarantined += len(drafts.quarantined)
         drafted_fields += sum(len(d.values) for d in drafts.rows)
-    total = time.perf_counter() - started
+    total, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     return {"sessions": len(sessions), "rows": rows, "quarantined": quarantined,
             "fields_per_row": round(drafted_fields / max(rows, 1), 1), "read_s": round(read, 2),
             "train_s": round(trained - read, 2), "draft_s": round(total - trained, 2), "total_s": round(total, 2),
-            "embedded_texts": stats.embedded, "embed_s": round(stats.seconds, 2),
+            "cpu_s": round(cpu, 2), "load_end": round(os.getloadavg()[0], 1), "embedded_texts": stats.embedded, "embed_s": round(stats.seconds, 2),
             "train_embedded_texts": train_embedded, "train_embed_s": round(train_embed_s, 2),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "notes": list(getattr(backend.trained(), "notes", [])), }  # type: ignore[attr-defined]
@@ -105,10 +105,11 @@ def main() -> None:
         f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']} (load average {load} at the start), "
         f"{warm['rows']:,} synthetic gold rows ({warm['sessions']} sessions), trained on and drafted in full:",
         "",
-        "| run | embedded texts | embedding s | train s | draft s | total s | peak RSS MB | quarantined |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| run | embedded texts | embedding s | train s | draft s | total s (wall) | CPU s | load at end | peak RSS MB "
+        "| quarantined |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(f"| {name} | {r['embedded_texts']:,} | {r['embed_s']} | {r['train_s']} | {r['draft_s']} | {r['total_s']} "
-          f"| {r['peak_rss_mb']} | {r['quarantined']} |" for name, r in (("cold (first run)", cold),
+          f"| {r['cpu_s']} | {r['load_end']} | {r['peak_rss_mb']} | {r['quarantined']} |" for name, r in (("cold (first run)", cold),
                                                                          ("warm (embeddings cached)", warm),
                                                                          ("reuse (model cached too)", reuse))),
     ])

@@ -30,7 +30,8 @@ from pipeline.records import CatalogEntry
 from pipeline.runner import Context
 from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
 from pipeline.schema import load_schema
-from pipeline.settings import load_settings
+from pipeline.settings import Settings, load_settings
+from pipeline.store import sha256_file
 from pipeline.transcripts import read_rows, rows_path, write_rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,6 +121,15 @@ def test_the_step_writes_drafts_for_a_sessions_rows_and_its_fingerprint_inputs(g
     inputs = {project.rel(p) for p in preannotate_inputs(project, entry)}
     assert inputs == {"annotation_schemas/rescue-v1.yaml", "train.jsonl"}
     assert stage_settings(settings) != stage_settings(load_settings(tmp_path))  # backend settings are fingerprinted
+    outside = tmp_path / "elsewhere.jsonl"  # a training file outside the project: fingerprinted by its content
+    shutil.copy(root / "train.jsonl", outside)
+    elsewhere = Settings(preannotate=PreannotateSettings(backend="gold-model", train_gold=(str(outside),)))
+    before = stage_settings(elsewhere)
+    assert before.outside_gold == {str(outside): sha256_file(outside)}
+    stamped = {project.rel(p) for p in preannotate_inputs(project, entry, elsewhere)}
+    assert stamped == {"annotation_schemas/rescue-v1.yaml"}
+    outside.write_text(outside.read_text() + "\n")
+    assert stage_settings(elsewhere) != before
 
 
 def test_evaluate_beats_the_majority_baseline_where_two_sessions_can_tell(gold_project: Project) -> None:

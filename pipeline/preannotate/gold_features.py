@@ -34,11 +34,13 @@ class EmbedStats:
     seconds: float = 0.0
 
 
-def embed_texts(texts: Sequence[str], cache_path: Path | None, stats: EmbedStats | None = None) -> np.ndarray:
+def embed_texts(texts: Sequence[str], cache_path: Path | None, stats: EmbedStats | None = None,
+                cache: EmbeddingCache | None = None) -> np.ndarray:
+    """Unit vectors of `texts`, from the on-disk cache where it has them (pass `cache` to keep it loaded)."""
     from pipeline.text_similarity import embed
 
     started = time.perf_counter()
-    cache = EmbeddingCache(cache_path)
+    cache = cache or EmbeddingCache(cache_path)
     vectors = cache.embed(list(texts), lambda batch: embed(batch)) if texts else np.zeros((0, 384), np.float32)
     added = cache.added
     cache.save()
@@ -76,7 +78,9 @@ class Reducer:
         from sklearn.decomposition import PCA
 
         embedded = features[:, :-EXTRA]
-        self.pca = PCA(n_components=max(1, min(dims, len(features) - 1, embedded.shape[1])), random_state=0)
+        # whitened components: unit variance keeps the regression's optimiser well conditioned (fewer iterations)
+        self.pca = PCA(n_components=max(1, min(dims, len(features) - 1, embedded.shape[1])), whiten=True,
+                       svd_solver="covariance_eigh", random_state=0)  # n >> 768: the covariance route is fastest
         if len(features) > 1:
             self.pca.fit(embedded)
         else:

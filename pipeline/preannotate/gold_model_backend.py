@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline import __version__
+from pipeline.agreement.textsim import EmbeddingCache
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.errors import RescueError
 from pipeline.preannotate.drafts import QuarantinedDraft, RowDraft, SessionDrafts
@@ -119,6 +120,7 @@ class GoldModelBackend:
         self.schema, self.settings, self.train_files, self.cache_dir = schema, settings, list(train_files), cache_dir
         self.stats = EmbedStats()
         self._trained: TrainedModel | None = None
+        self._cache: EmbeddingCache | None = None
 
     @property
     def embeddings_cache(self) -> Path | None:
@@ -154,7 +156,9 @@ class GoldModelBackend:
         schema = session.schema
         speakers = [row.speaker for row in session.rows]
         maps = role_maps(speakers, list(session.participants), schema.therapist, schema.group_labels[session.scenario])
-        vectors = embed_texts([row.text for row in session.rows], self.embeddings_cache, self.stats)
+        if self._cache is None:
+            self._cache = EmbeddingCache(self.embeddings_cache)
+        vectors = embed_texts([row.text for row in session.rows], self.embeddings_cache, self.stats, self._cache)
         features, search = session_features(vectors, speakers, schema.therapist, session.scenario == "family",
                                              self.settings.context_rows)
         features = model.reduce(features) if model.reduce is not None else features
@@ -193,11 +197,10 @@ class GoldModelBackend:
             return [[] for _ in speakers]
         sims = search @ model.search.T
         same_scenario = np.array([s == scenario for s in model.scenarios])
+        therapist = np.array([speaker == self.schema.therapist for speaker in speakers])
+        # cosine is in [-1, 1]: +2 puts this scenario's rows first, -4 rows of the other kind of speaker last
+        rank = sims + same_scenario[None, :] * 2.0 - (model.therapist_rows[None, :] != therapist[:, None]) * 4.0
         k = min(self.settings.neighbours, len(model.rows))
-        out = []
-        for i, speaker in enumerate(speakers):
-            rank = sims[i] + same_scenario * 2.0 - (model.therapist_rows != (speaker == self.schema.therapist)) * 4.0
-            top = np.argpartition(-rank, k - 1)[:k]
-            top = top[np.argsort(-rank[top])]
-            out.append([(int(j), float(sims[i, j])) for j in top])
-        return out
+        top = np.argpartition(-rank, k - 1, axis=1)[:, :k]
+        order = np.take_along_axis(top, np.argsort(-np.take_along_axis(rank, top, axis=1), axis=1), axis=1)
+        return [[(int(j), float(sims[i, j])) for j in row] for i, row in enumerate(order)]
