@@ -64,7 +64,8 @@ def one(root: Path) -> dict:
     return {"sessions": len(sessions), "rows": rows, "quarantined": quarantined,
             "fields_per_row": round(drafted_fields / max(rows, 1), 1), "read_s": round(read, 2),
             "train_s": round(trained - read, 2), "draft_s": round(total - trained, 2), "total_s": round(total, 2),
-            "cpu_s": round(cpu, 2), "load_end": round(os.getloadavg()[0], 1), "embedded_texts": stats.embedded, "embed_s": round(stats.seconds, 2),
+            "cpu_s": round(cpu, 2), "load_end": round(os.getloadavg()[0], 1),
+            "embedded_texts": stats.embedded, "embed_s": round(stats.seconds, 2),
             "train_embedded_texts": train_embedded, "train_embed_s": round(train_embed_s, 2),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "notes": list(getattr(backend.trained(), "notes", [])), }  # type: ignore[attr-defined]
@@ -109,9 +110,9 @@ def main() -> None:
         "| quarantined |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(f"| {name} | {r['embedded_texts']:,} | {r['embed_s']} | {r['train_s']} | {r['draft_s']} | {r['total_s']} "
-          f"| {r['cpu_s']} | {r['load_end']} | {r['peak_rss_mb']} | {r['quarantined']} |" for name, r in (("cold (first run)", cold),
-                                                                         ("warm (embeddings cached)", warm),
-                                                                         ("reuse (model cached too)", reuse))),
+          f"| {r['cpu_s']} | {r['load_end']} | {r['peak_rss_mb']} | {r['quarantined']} |"
+          for name, r in (("cold (first run)", cold), ("warm (embeddings cached)", warm),
+                          ("reuse (model cached too)", reuse))),
     ])
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from publish import publish
