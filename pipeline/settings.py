@@ -20,6 +20,7 @@ from pipeline.errors import RescueError, describe_validation
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.corpus.settings import BuildSettings
+from pipeline.preannotate.settings import PreannotateSettings
 from pipeline.speech.settings import SpeechSettings
 
 
@@ -43,6 +44,7 @@ class Settings(BaseModel):
     annotate: AnnotateSettings = AnnotateSettings()
     speech: SpeechSettings = SpeechSettings()
     build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
+    preannotate: PreannotateSettings = PreannotateSettings()  # drafts for annotators (pipeline/preannotate)
 
 
 @dataclass(frozen=True)

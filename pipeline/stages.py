@@ -85,4 +85,18 @@ ROWS = Stage(
     settings_sections=("speech", "speech.rows"), sources="raw_video/speaker_maps/<session>.toml and the subtitles",
 )
 
-STAGES: dict[str, Stage] = {stage.name: stage for stage in (INGEST, TRANSCRIBE, DIARIZE, ROWS)}
+
+# Pre-annotation (pipeline/preannotate): drafts of every label field, which push sends as predictions.
+from pipeline.preannotate import stage as _preannotate  # noqa: E402
+from pipeline.preannotate.drafts import SessionDrafts  # noqa: E402
+
+PREANNOTATE = Stage(
+    name="preannotate", version="1", area=_preannotate.AREA, record_name=_preannotate.RECORD_NAME,
+    record_type=SessionDrafts, after=("rows",),
+    settings_of=_preannotate.stage_settings,
+    input_files=_preannotate.preannotate_inputs, run=_preannotate.preannotate_session,
+    summary="drafts of every label field (backend: transcript, gold-model or openai) for push to pre-fill",
+    settings_sections=("preannotate", "annotate.schema_file"), sources="the training gold files (gold-model)",
+)
+
+STAGES: dict[str, Stage] = {stage.name: stage for stage in (INGEST, TRANSCRIBE, DIARIZE, ROWS, PREANNOTATE)}

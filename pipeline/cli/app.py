@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from pipeline import __version__
-from pipeline.cli import agreement, annotate, build, sessions, speech, status, tasks
+from pipeline.cli import agreement, annotate, build, preannotate, sessions, speech, status, tasks
 from pipeline.cli.console import err_console, line, styled
 from pipeline.cli.options import environment_overrides
 from pipeline.errors import RescueError, os_error_message
@@ -52,5 +52,6 @@ for command in (
     annotate.labelstudio_group, annotate.annotators_group, annotate.push, annotate.pull,      # annotation
     agreement.agree, agreement.adjudicate, agreement.gold,                                    # agreement
     speech.transcribe, speech.diarize, speech.rows, speech.speakers, speech.score_transcript,  # speech
+    preannotate.preannotate,                                                                  # drafts
 ):
     main.add_command(command)

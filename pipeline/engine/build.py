@@ -25,6 +25,9 @@ from pipeline.stages import STAGES
 from pipeline.store import StepRun
 
 
+FOR_ANNOTATION = ("preannotate",)  # session steps that only annotation needs
+
+
 class BuildHooks(Protocol):
     """What a build tells its caller as it goes (the CLI draws progress and prints lines from these)."""
 
@@ -69,6 +72,8 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
     one with `jobs` processes); corpus steps run here, unless sessions were named or `annotate` is off.
     `overrides` (a command's flags) travel with every session job to whichever worker runs it."""
     steps = plan(only)
+    if not annotate:  # --no-annotation stops at the rows: the drafts are made for annotation, so they wait too
+        steps = [name for name in steps if name not in FOR_ANNOTATION]
     session_ids = tuple(session_ids)
     hooks = hooks or QuietHooks()
     with build_lock(project):

@@ -7,12 +7,16 @@ that encodes answers, and acceptance compares them with answers field by field.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import Field, JsonValue
 
 from pipeline.records import Record
+
+if TYPE_CHECKING:
+    from pipeline.preannotate.session import DraftSession
 
 AREA = "preannotate"
 RECORD_NAME = "drafts.json"
@@ -37,6 +41,9 @@ class SessionDrafts(Record):
     schema_id: str
     rows: tuple[RowDraft, ...]
     quarantined: tuple[QuarantinedDraft, ...] = ()
+    training_gold: dict[str, str] = Field(default_factory=dict,
+                                          description="learned backends: training gold file -> its sha256")
+    notes: tuple[str, ...] = Field((), description="how the drafts were made (e.g. which fields are calibrated)")
 
     @property
     def model_version(self) -> str:
@@ -48,6 +55,23 @@ def drafts_path(build_dir: Path, session_id: str) -> Path:
     return build_dir / AREA / session_id / RECORD_NAME
 
 
+def read_drafts(build_dir: Path, session_id: str) -> SessionDrafts | None:
+    """The session's drafts, or None when the step has not written any."""
+    path = drafts_path(build_dir, session_id)
+    if not path.exists():
+        return None
+    return SessionDrafts.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def drafts_for_rows(drafts: SessionDrafts, row_ids: Iterable[str]) -> tuple[list[RowDraft], int]:
+    """The drafts of rows that still exist, in the drafts' order, and how many were dropped because their row
+    vanished (re-segmentation after the drafts were made). Push and acceptance match drafts to rows here, so
+    a draft is never sent for a row that is gone."""
+    current = set(row_ids)
+    kept = [draft for draft in drafts.rows if draft.row_id in current]
+    return kept, len(drafts.rows) - len(kept)
+
+
 class DraftBackend(Protocol):
     """One way to draft a session's rows. Backends live in pipeline/preannotate/<name>_backend.py."""
 
@@ -55,4 +79,9 @@ class DraftBackend(Protocol):
 
     def model(self) -> str:
         """The model name recorded in `SessionDrafts.model` (and so in `model_version`)."""
+        ...
+
+    def draft(self, session: DraftSession) -> SessionDrafts:
+        """Drafts for every row of `session` (a row the backend cannot draft keeps the transcript draft and is
+        listed in `quarantined`). Backends are made by `pipeline.preannotate.backends.make_backend`."""
         ...

@@ -1,0 +1,53 @@
+"""Settings of the `preannotate` step (`[tool.rescue.preannotate]` in pyproject.toml).
+
+`rescue preannotate --backend/--train-gold` reach the step (and process-pool or Ray workers) as settings
+overrides of this section carried by each job (pipeline/settings.SettingsOverrides), as every command's flags do.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+BACKEND_NAMES = ("transcript", "gold-model", "openai")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GoldModelSettings(_Section):
+    """The offline `gold-model` backend: MiniLM embeddings of a row and its context -> scikit-learn classifiers."""
+
+    context_rows: int = Field(2, ge=0, le=10, description="preceding rows averaged into the context embedding")
+    neighbours: int = Field(25, ge=1, description="nearest gold rows searched for text fields and list items")
+    embedding_dims: int = Field(64, ge=2, le=768, description="the row + context embeddings are reduced to this "
+                                "many principal components before the classifiers (fewer = faster, smoother)")
+    regularization: float = Field(1.0, gt=0, description="inverse regularisation strength C of the logistic "
+                                  "regression (smaller = smoother)")
+    min_class_rows: int = Field(3, ge=1, description="a value seen in fewer training rows is never predicted")
+    calibrate_min_rows: int = Field(60, ge=10, description="a field with at least this many training rows (and "
+                                    "min_class_rows per value) gets CalibratedClassifierCV scores; fewer: the "
+                                    "classifier's plain probabilities")
+    calibration_folds: int = Field(3, ge=2, le=10)
+
+
+class OpenAISettings(_Section):
+    """Any OpenAI-compatible chat endpoint (the `openai` backend; see pipeline/preannotate/openai_backend.py)."""
+
+    base_url: str | None = Field(None, description="e.g. https://api.openai.com/v1, a vLLM/Ollama/LM Studio URL")
+    model: str | None = Field(None, description="the model name the endpoint serves")
+    api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable that holds the key (never "
+                             "the key itself)")
+
+
+class PreannotateSettings(_Section):
+    backend: Literal["transcript", "gold-model", "openai"] = Field(
+        "transcript", description="transcript (speaker, target guess, text), gold-model (learns from gold rows, "
+        "offline) or openai (an OpenAI-compatible chat endpoint)")
+    train_gold: tuple[str, ...] = Field(
+        (), description="gold-model training files in the released benchmark row format, relative to the project "
+        "root or absolute; empty = the project's own gold, build/gold/benchmark.jsonl")
+    gold_model: GoldModelSettings = GoldModelSettings()
+    openai: OpenAISettings = OpenAISettings()
