@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from pipeline import __version__
+from pipeline.cli_executor import with_executor
 from pipeline.cli_lock import writer
 from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
@@ -57,8 +58,10 @@ def _progress() -> Progress:
                     transient=False, disable=not err_console.is_terminal)
 
 
-def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str, ...], jobs: int) -> int:
-    """Run stages in order; print a summary line per stage. Returns the number of failed sessions."""
+def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str, ...], jobs: int,
+                executor: Any = None) -> int:
+    """Run stages in order (on `executor`, default the local one with `jobs` processes); print a summary line
+    per stage. Returns the number of failed sessions."""
     from pipeline.runner import Context, run_stage
     from pipeline.stages import STAGES
 
@@ -73,7 +76,7 @@ def _run_stages(project: Project, stage_names: list[str], session_ids: tuple[str
         with _progress() as progress:
             task = progress.add_task(name, total=0, current="")
             report = run_stage(
-                context, stage, entries, jobs=jobs,
+                context, stage, entries, jobs=jobs, executor=executor,
                 on_start=lambda n: progress.update(task, total=n),
                 on_done=lambda run: progress.update(task, advance=1, current=run.session_id),
                 on_progress=lambda sid, done, total, unit: progress.update(
@@ -101,14 +104,15 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
 @click.option("--no-annotation", is_flag=True,
               help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
 @click.pass_context
+@with_executor
 @writer
-def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annotation: bool) -> None:
+def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annotation: bool, executor: Any) -> None:
     """Run every stage that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
     transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze."""
     from pipeline.stages import STAGES
 
     project = _project(ctx)
-    if _run_stages(project, list(STAGES), session_ids, jobs):
+    if _run_stages(project, list(STAGES), session_ids, jobs, executor):
         err_console.print("corpus steps not run: fix the failed sessions first (`rescue status` shows why)")
         sys.exit(1)
     if no_annotation or session_ids:
@@ -124,10 +128,11 @@ def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, no_annota
 @click.argument("session_ids", nargs=-1)
 @_jobs
 @click.pass_context
+@with_executor
 @writer
-def ingest(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
+def ingest(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, executor: Any) -> None:
     """Validate, hash and probe source videos; extract 16 kHz mono WAV, keyframes and clips."""
-    if _run_stages(_project(ctx), ["ingest"], session_ids, jobs):
+    if _run_stages(_project(ctx), ["ingest"], session_ids, jobs, executor):
         sys.exit(1)
 
 

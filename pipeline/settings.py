@@ -11,6 +11,7 @@ from pipeline.errors import RescueError, describe_validation
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.corpus.settings import BuildSettings
+from pipeline.executors.settings import ExecutorSettings
 from pipeline.speech.settings import SpeechSettings
 
 
@@ -34,6 +35,7 @@ class Settings(BaseModel):
     annotate: AnnotateSettings = AnnotateSettings()
     speech: SpeechSettings = Field(default_factory=SpeechSettings)  # built at load time: RESCUE_ASR_* env overrides apply
     build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
+    executor: ExecutorSettings = ExecutorSettings()  # `--executor ray`: address, resources per step
 
 
 def load_settings(root: Path) -> Settings:

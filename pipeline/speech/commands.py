@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from pipeline.cli_executor import with_executor
 from pipeline.cli_lock import writer
 
 _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
@@ -36,10 +37,10 @@ def _overrides(prefix: str, values: dict[str, object]) -> Iterator[None]:
                 os.environ[key] = old
 
 
-def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int) -> None:
+def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int, executor: object) -> None:
     from pipeline.cli import _project, _run_stages
 
-    if _run_stages(_project(ctx), stages, session_ids, jobs):
+    if _run_stages(_project(ctx), stages, session_ids, jobs, executor):
         sys.exit(1)
 
 
@@ -53,14 +54,15 @@ def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jo
 @click.option("--align-model", help="'none', 'auto' or a wav2vec2 model for whisperx alignment.")
 @_jobs
 @click.pass_context
+@with_executor
 @writer
 def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | None, device: str | None,
                compute_type: str | None, language: str | None, batch_size: int | None, align_model: str | None,
-               jobs: int) -> None:
+               jobs: int, executor: object) -> None:
     """Transcribe sessions with WhisperX (or take the catalog's subtitles; see docs/speech.md)."""
     with _overrides("RESCUE_ASR_", dict(model=model, device=device, compute_type=compute_type, language=language,
                                          batch_size=batch_size, align_model=align_model)):
-        _run(ctx, ["ingest", "transcribe"], session_ids, jobs)
+        _run(ctx, ["ingest", "transcribe"], session_ids, jobs, executor)
 
 
 @click.command()
@@ -71,22 +73,24 @@ def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | No
               help="How the catalog's speaker count is passed to pyannote.")
 @_jobs
 @click.pass_context
+@with_executor
 @writer
 def diarize(ctx: click.Context, session_ids: tuple[str, ...], pipeline_name: str | None, device: str | None,
-            speaker_count: str | None, jobs: int) -> None:
+            speaker_count: str | None, jobs: int, executor: object) -> None:
     """Find who spoke when with pyannote.audio (overlapping speech kept)."""
     with _overrides("RESCUE_DIARIZATION_", dict(pipeline=pipeline_name, device=device, speaker_count=speaker_count)):
-        _run(ctx, ["ingest", "diarize"], session_ids, jobs)
+        _run(ctx, ["ingest", "diarize"], session_ids, jobs, executor)
 
 
 @click.command()
 @click.argument("session_ids", nargs=-1)
 @_jobs
 @click.pass_context
+@with_executor
 @writer
-def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
+def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, executor: object) -> None:
     """Cut transcripts into speaker-named rows; write JSON/SRT/VTT/RTTM exports and per-row clips."""
-    _run(ctx, ["ingest", "transcribe", "diarize", "rows"], session_ids, jobs)
+    _run(ctx, ["ingest", "transcribe", "diarize", "rows"], session_ids, jobs, executor)
 
 
 @click.command()
