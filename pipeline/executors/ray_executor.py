@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
+from pipeline.errors import RescueError
 from pipeline.executors.base import ProgressHook, SessionJob
 from pipeline.executors.local import execute
 from pipeline.executors.settings import ExecutorSettings, StepResources
@@ -48,7 +49,10 @@ def _failed(job: SessionJob, error: str) -> StageRun:
 def run_job(job: SessionJob, expected_settings: str) -> StageRun:
     """Runs on a worker: refuse when this node resolves the step's settings differently from the driver (its
     outputs would not match the fingerprint), else run the job as the local executor does."""
-    seen = step_settings(job.root, job.step).model_dump(mode="json")
+    try:
+        seen = step_settings(job.root, job.step).model_dump(mode="json")
+    except RescueError as exc:  # e.g. this node's copy of pyproject.toml does not parse
+        return _failed(job, str(exc))
     if sha256_json(seen) != expected_settings:
         return _failed(job, f"the Ray worker on {os.uname().nodename} resolves the {job.step} settings differently "
                             f"from the driver ({seen}) (fix: set device/model/pipeline explicitly in "
@@ -140,6 +144,14 @@ class RayExecutor:
             fit = min(fit, int(self._cluster("GPU") // num_gpus + 1e-9))
         return max(1, min(fit, jobs))
 
+    def _outcome(self, job: SessionJob, exc: BaseException) -> tuple[StageRun, bool]:
+        """A failed StageRun for a job Ray could not finish, and whether its worker is gone for good."""
+        from ray.exceptions import RayTaskError
+
+        if isinstance(exc, RayTaskError):  # the job raised past execute_session (a bug): the worker lives on
+            return _failed(job, f"internal error on the Ray worker: {str(exc).strip().splitlines()[-1]}"), False
+        return self._lost(job, exc), True
+
     def _lost(self, job: SessionJob, exc: BaseException) -> StageRun:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return _failed(job, f"the Ray worker running it died and {self.settings.max_retries} retries did not "
@@ -163,8 +175,8 @@ class RayExecutor:
             job = pending.pop(ready[0])
             try:
                 run = ray.get(ready[0])
-            except Exception as exc:  # the worker died more often than max_retries
-                run = self._lost(job, exc)
+            except Exception as exc:  # the worker died more often than max_retries, or a bug
+                run, _ = self._outcome(job, exc)
             runs.append(run)
             on_done(run)
         return runs
@@ -197,8 +209,9 @@ class RayExecutor:
                 try:
                     run = ray.get(ready[0])
                 except Exception as exc:
-                    run = self._lost(job, exc)
-                    actors.remove(actor)
+                    run, dead = self._outcome(job, exc)
+                    if dead:
+                        actors.remove(actor)
                 runs.append(run)
                 on_done(run)
                 busy = [holder for holder, _ in running.values()]
