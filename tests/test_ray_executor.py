@@ -126,7 +126,7 @@ def test_killed_worker_during_transcribe_is_retried_without_debris_or_duplicates
     try:
         while thread.is_alive() and killed is None:  # a worker inside transcribe, with its temp folder made
             busy = processes_titled("ray::TranscribeWorker.run", token_file)
-            started = [p for p in (project.build / "asr").rglob(f"*{TMP_MARK}*")] if (project.build / "asr").exists() else []
+            started = list((project.build / "asr").rglob(f"*{TMP_MARK}*")) if (project.build / "asr").exists() else []
             if busy and started:
                 killed = busy[0]
                 os.kill(killed, signal.SIGKILL)
@@ -190,4 +190,13 @@ def test_unreachable_ray_address_is_a_clear_error_and_writes_nothing(sample_proj
                             timeout=300)
     assert result.returncode == 1, result.stderr
     assert f"error: no Ray cluster reachable at {address}" in result.stderr and "fix:" in result.stderr
+    assert not sample_project.build.exists()
+
+
+def test_ray_flags_that_do_not_fit_the_executor_are_refused_before_anything_is_written(sample_project: Project) -> None:
+    for args, expected in ((["--ray-address", "127.0.0.1:6379"], "--ray-address is given but the executor is local"),
+                           (["--executor", "ray", "-j", "2"], "-j/--jobs sets the local process pool")):
+        result = subprocess.run([sys.executable, "-m", "pipeline", "--root", str(sample_project.root), "build", *args],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 1 and f"error: {expected}" in result.stderr, result.stderr
     assert not sample_project.build.exists()

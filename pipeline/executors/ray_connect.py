@@ -13,7 +13,8 @@ import socket
 from pipeline.errors import RescueError
 
 PROBE_SECONDS = 5.0
-_START = "start one with `ray start --head` on the head node (see docs/ray.md), or pass its address: --ray-address HOST:PORT"
+_START = ("start one with `ray start --head` on the head node (see docs/ray.md), or pass its address: "
+          "--ray-address HOST:PORT")
 
 
 def resolve_address(address: str) -> str | None:
