@@ -252,6 +252,8 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
     finally:
         if owned:
             executor.close()
+    # A worker killed mid-job (then retried, e.g. on Ray) left a temp folder; no attempt runs now, we hold the lock.
+    sweep_leftovers(ctx.project.build / stage.area)
     for run in runs:
         if run.status == "done":
             report.ran.append(run.session_id)

@@ -7,9 +7,11 @@ import sys
 import click
 
 from pipeline.cli.console import console, err_console
+from pipeline.cli.executor import with_executor
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
 from pipeline.cli.session_stages import run_stages
+from pipeline.executors.base import Executor
 
 jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                            help="Sessions processed in parallel (separate processes).")
@@ -23,16 +25,17 @@ jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1
 @click.option("--no-annotation", is_flag=True,
               help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
 @click.pass_context
+@with_executor
 @writer
 def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, only: tuple[str, ...],
-          no_annotation: bool) -> None:
+          no_annotation: bool, executor: Executor) -> None:
     """Run every step that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
     transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze. A session that
     fails holds back only what depends on it: the corpus steps run for the sessions that are ready."""
     from pipeline.cli.printing import build_and_print
 
     report = build_and_print(project_of(ctx), console, err_console, session_ids=session_ids, only=only, jobs=jobs,
-                             annotate=not no_annotation, overrides=overrides_of(ctx))
+                             annotate=not no_annotation, overrides=overrides_of(ctx), executor=executor)
     if report.failed_sessions:
         sys.exit(1)
 
@@ -49,8 +52,9 @@ def graph() -> None:
 @click.argument("session_ids", nargs=-1)
 @jobs_option
 @click.pass_context
+@with_executor
 @writer
-def ingest(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
+def ingest(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, executor: Executor) -> None:
     """Validate, hash and probe source videos; extract 16 kHz mono WAV, keyframes and clips."""
-    if run_stages(project_of(ctx), ["ingest"], session_ids, jobs, overrides_of(ctx)):
+    if run_stages(project_of(ctx), ["ingest"], session_ids, jobs, overrides_of(ctx), executor=executor):
         sys.exit(1)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from pipeline.cli.console import console
+from pipeline.cli.executor import with_executor
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
 from pipeline.cli.session_stages import run_stages
@@ -18,11 +19,11 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
                      help="Sessions processed in parallel (separate processes; each loads the models).")
 
 
-def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int,
+def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int, executor: object,
          flags: SettingsOverrides = NO_OVERRIDES) -> None:
     """Flags override the environment's RESCUE_* values, which override the settings file; they reach every
     session's job as data (a pool worker or another host sees exactly these)."""
-    if run_stages(project_of(ctx), stages, session_ids, jobs, overrides_of(ctx) | flags):
+    if run_stages(project_of(ctx), stages, session_ids, jobs, overrides_of(ctx) | flags, executor=executor):
         sys.exit(1)
 
 
@@ -36,14 +37,15 @@ def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jo
 @click.option("--align-model", help="'none', 'auto' or a wav2vec2 model for whisperx alignment.")
 @_jobs
 @click.pass_context
+@with_executor
 @writer
 def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | None, device: str | None,
                compute_type: str | None, language: str | None, batch_size: int | None, align_model: str | None,
-               jobs: int) -> None:
+               jobs: int, executor: object) -> None:
     """Transcribe sessions with WhisperX (or take the catalog's subtitles; see docs/speech.md)."""
     flags = SettingsOverrides.of("speech.asr", dict(model=model, device=device, compute_type=compute_type,
                                                     language=language, batch_size=batch_size, align_model=align_model))
-    _run(ctx, ["ingest", "transcribe"], session_ids, jobs, flags)
+    _run(ctx, ["ingest", "transcribe"], session_ids, jobs, executor, flags)
 
 
 @click.command()
@@ -54,23 +56,25 @@ def transcribe(ctx: click.Context, session_ids: tuple[str, ...], model: str | No
               help="How the catalog's speaker count is passed to pyannote.")
 @_jobs
 @click.pass_context
+@with_executor
 @writer
 def diarize(ctx: click.Context, session_ids: tuple[str, ...], pipeline_name: str | None, device: str | None,
-            speaker_count: str | None, jobs: int) -> None:
+            speaker_count: str | None, jobs: int, executor: object) -> None:
     """Find who spoke when with pyannote.audio (overlapping speech kept)."""
     flags = SettingsOverrides.of("speech.diarization",
                                  dict(pipeline=pipeline_name, device=device, speaker_count=speaker_count))
-    _run(ctx, ["ingest", "diarize"], session_ids, jobs, flags)
+    _run(ctx, ["ingest", "diarize"], session_ids, jobs, executor, flags)
 
 
 @click.command()
 @click.argument("session_ids", nargs=-1)
 @_jobs
 @click.pass_context
+@with_executor
 @writer
-def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int) -> None:
+def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, executor: object) -> None:
     """Cut transcripts into speaker-named rows; write JSON/SRT/VTT/RTTM exports and per-row clips."""
-    _run(ctx, ["ingest", "transcribe", "diarize", "rows"], session_ids, jobs)
+    _run(ctx, ["ingest", "transcribe", "diarize", "rows"], session_ids, jobs, executor)
 
 
 @click.command()

@@ -85,7 +85,7 @@ def _load_pyannote(settings: DiarizationSettings) -> Any:
     return pyannote_adapter.load(settings)
 
 
-_SLOT = ModelSlot(_load_pyannote)
+_SLOT = ModelSlot("pyannote", _load_pyannote)
 
 
 def loaded_pipeline(settings: DiarizationSettings) -> Any:

@@ -76,7 +76,7 @@ def _load_whisperx(settings: AsrSettings) -> Any:
     return whisperx_adapter.load(settings)
 
 
-_SLOT = ModelSlot(_load_whisperx)
+_SLOT = ModelSlot("whisperx", _load_whisperx)
 
 
 def loaded_asr(settings: AsrSettings) -> Any:

@@ -1,0 +1,95 @@
+"""A real Ray cluster on 127.0.0.1 for the executor tests: `ray start --head --block` nodes started by the test
+(token authentication on, with a token file of the test's own), stopped by signalling their process groups.
+
+Every node's workers import this checkout (PYTHONPATH), as every node of a real cluster has the project installed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import secrets
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+RAY = str(Path(sys.executable).with_name("ray"))  # the CLI of the Ray this test process imports
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def auth_env(token_file: Path) -> dict[str, str]:
+    """Token authentication on, with this token: for the nodes and for the test's own driver."""
+    if not token_file.exists():
+        token_file.write_text(secrets.token_hex(32), encoding="utf-8")
+        token_file.chmod(0o600)
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file)}
+
+
+@dataclass
+class RayCluster:
+    address: str
+    env: dict[str, str]
+    logs: Path
+    nodes: list[subprocess.Popen] = field(default_factory=list)
+
+    def start_node(self, args: list[str], name: str, *, wrap: list[str] = ()) -> None:
+        """Start `ray start ... --block` (optionally under `wrap`, e.g. a mount namespace) and wait until it runs."""
+        log = self.logs / f"{name}.log"
+        handle = log.open("w")
+        process = subprocess.Popen([*wrap, RAY, "start", *args, "--block", "--disable-usage-stats"], env=self.env,
+                                   stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        self.nodes.append(process)
+        deadline = time.monotonic() + 180
+        while "Ray runtime started" not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"ray node {name} did not start:\n{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """SIGTERM each node's process group (ours alone), SIGKILL what is still there after a grace period."""
+        for process in reversed(self.nodes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in reversed(self.nodes):
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+        self.nodes.clear()
+
+
+def start_head(logs: Path, token_file: Path, *, num_cpus: int = 2) -> RayCluster:
+    port = free_port()
+    env = {**os.environ, **auth_env(token_file),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))}
+    cluster = RayCluster(address=f"127.0.0.1:{port}", env=env, logs=logs)
+    cluster.start_node(["--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", str(num_cpus),
+                        "--include-dashboard=false"], "head")
+    return cluster
+
+
+def processes_titled(prefix: str, token_file: Path) -> list[int]:
+    """Pids of this cluster's processes whose title (Ray sets `ray::<Class>.<method>`) starts with `prefix`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            mine = str(token_file).encode() in (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if mine and title.startswith(prefix):
+            found.append(int(entry.name))
+    return found
