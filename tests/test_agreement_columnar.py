@@ -185,3 +185,25 @@ def test_agree_reads_a_verified_snapshot_in_columns_and_others_record_by_record(
     monkeypatch.setattr(agree_module, "load_checked_snapshot", refuse)
     verified = run_agree(project, settings).report
     assert verified.model_dump(exclude={"generated_at"}) == unverified.model_dump(exclude={"generated_at"})
+
+
+@pytest.mark.parametrize("field", ["utterance_type", "target", "internal_emotion", "relation_cycle_evidence_rows"])
+@pytest.mark.parametrize("how", ["unset", "absent"])
+def test_a_field_nobody_answered_is_coded_alike(tmp_path: Path, field: str, how: str) -> None:
+    """A field every annotator left unset (or that no record holds, e.g. therapist fields of a client-only
+    session) codes to empty ratings on both paths."""
+    project = Project(tmp_path)
+    schema = _schema(project)
+    sessions = make_sessions(2, family_share=0.0, rows_couple=5, seed=3)
+    for session in sessions:
+        write_rows(rows_path(project, session.session_id), list(session.rows))
+    records = list(make_annotations(schema, sessions, ANNOTATORS, agreement=0.7, snapshot=SNAPSHOT))
+    if how == "unset":
+        records = [r.model_copy(update={"value": None}) if r.field == field else r for r in records]
+    else:
+        records = [r for r in records if r.field != field]
+    path = project.build / "annotations" / SNAPSHOT / "annotations.jsonl"
+    write_annotations(path, records)
+    settings = AgreementSettings()
+    for use_text in (False, True):
+        assert_same(prepare_verified(path, schema, settings, use_text, False), _slow(path, schema, settings, use_text))

@@ -55,6 +55,11 @@ def _rate(measure: Measure, schema: AnnotationSchema, frame: pl.DataFrame, disti
     frame = frame.with_row_index("i").with_columns(pl.col("i").min().over("row", "key").alias("first"))
     frame = frame.with_columns((pl.col("first").rank("dense") - 1).cast(pl.Int32).alias("unit"))
     units = frame.filter(pl.col("i") == pl.col("first")).select("row", "key")
+    if not frame.height:  # nobody answered: empty arrays of the coders' types
+        nothing = np.zeros(0, dtype=np.int32)
+        return Ratings(measure=measure, values=tuple(checker.declared), declared=len(checker.declared),
+                       unit_row=nothing, unit_key=(), unit=nothing, rater=nothing, code=nothing,
+                       annotators=tuple(annotators))
     used = frame["vid"].unique().to_list()
     declared = list(checker.declared)
     values = tuple(declared + _value_order({distinct[v] for v in used} - set(declared)))
