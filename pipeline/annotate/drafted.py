@@ -33,7 +33,8 @@ _FIX = "run `rescue preannotate` for this session again, or delete the file to p
 class ShownDraft(Record):
     """What one task pre-fills: stored in the task's meta so that acceptance compares against what was shown."""
 
-    model_version: str = Field(description="the prediction's model_version: the model's when it drafted any field")
+    model_version: str = Field(description="the prediction's model_version: the session's drafts' (transcript "
+                                           "when it has none); which field came from where is in `versions`")
     values: dict[str, JsonValue] = Field(description="field -> drafted value (annotation format)")
     versions: dict[str, str] = Field(description="field -> the model version that drafted it")
     scores: dict[str, float] = Field(default_factory=dict, description="field -> the model's confidence")
@@ -149,5 +150,7 @@ def task_draft(schema: AnnotationSchema, row: TranscriptRow, facts: TaskFacts, m
     versions = {name: TRANSCRIPT_VERSION for name in base}
     versions.update({name: str(model_version) for name in given})
     scores = {k: float(v) for k, v in (model.scores.items() if model else ()) if k in given}
-    version = str(model_version) if given else TRANSCRIPT_VERSION
+    # The prediction is named after the session's drafts even where every field fell back to the transcript:
+    # Label Studio pre-fills one model_version per project, so a session's rows must share one.
+    version = str(model_version) if model_version is not None else TRANSCRIPT_VERSION
     return ShownDraft(model_version=version, values={**base, **given}, versions=versions, scores=scores), refused
