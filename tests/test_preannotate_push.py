@@ -11,7 +11,6 @@ import pytest
 from pydantic import JsonValue
 
 from pipeline.annotate.accounts import add_annotators
-from pipeline.annotate.drafted import META_KEY
 from pipeline.annotate.projects import annotator_title
 from pipeline.annotate.push import push_rows
 from pipeline.annotate.results import encode
@@ -29,6 +28,7 @@ from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 MAYA = "sample/maya_and_daniel"
 TEAM = ("ann@example.org", "bob@example.org")
 VANISHED = f"{MAYA}@999990000-999995000"
+META_KEY = "draft"  # where a task records the draft it shows (pipeline/annotate/drafted.py)
 
 
 def model_values(row: TranscriptRow, label: str) -> dict[str, JsonValue]:
