@@ -12,7 +12,7 @@ from pydantic import JsonValue
 
 from pipeline.annotate.accounts import add_annotators
 from pipeline.annotate.projects import annotator_title
-from pipeline.annotate.push import push_rows
+from pipeline.annotate.push import draft_notes, push_rows
 from pipeline.annotate.results import encode
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.server_steps import push_fingerprint
@@ -23,7 +23,7 @@ from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.store import write_text_atomic
 from tests.annotate_values import COUPLE_ENTITIES, client_values
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
-from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
+from tests.labelstudio_fixtures import SETTINGS, LiveServer, add_catalog_copy, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"
 TEAM = ("ann@example.org", "bob@example.org")
@@ -149,6 +149,21 @@ def test_a_new_model_version_replaces_the_drafts_of_unannotated_tasks_only(
             assert detail["meta"]["row_id"] == row_id
     again = push_rows(project, ls_server.connection, settings=SETTINGS)
     assert [(p.redrafted, p.drafts_kept) for p in again.projects] == [(0, 1), (0, 0)]
+
+
+def test_a_session_without_drafts_next_to_a_drafted_one_is_counted_as_not_pre_filled(
+        ls_server: LiveServer, schema: AnnotationSchema, rows: list[TranscriptRow]) -> None:
+    project = ls_server.project
+    add_catalog_copy(project, MAYA, "extra/no_drafts")
+    plain = write_truth_rows(project, MAYA, as_session="extra/no_drafts")
+    summary = push_rows(project, ls_server.connection, settings=SETTINGS)
+    model = "gold-model:m2:rescue-v1"  # the previous test's drafts: still the model Label Studio pre-fills
+    assert [(p.imported, p.model_version, p.drafts_hidden) for p in summary.projects] == [
+        (len(plain), model, len(plain))] * 2
+    assert any("do not pre-fill" in note or "does not pre-fill" in note for note in draft_notes(summary))
+    _, tasks = tasks_of(ls_server, schema, TEAM[1])
+    shown = tasks[plain[0].row_id]["meta"][META_KEY]
+    assert shown["model_version"] == "transcript" and set(shown["versions"].values()) == {"transcript"}
 
 
 def test_a_drafts_file_of_another_schema_or_session_is_a_clear_error(ls_server: LiveServer,

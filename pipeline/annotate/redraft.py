@@ -4,8 +4,9 @@ has annotated yet, and never touches a task that has an annotation (submitted or
 An annotated task keeps the prediction it had: that is the draft its annotator saw and started from, and
 its meta records it for acceptance; replacing it would rewrite what the annotation is measured against.
 Label Studio pre-fills only the predictions whose model_version is the project's, so the project's
-version is set to the one most unannotated tasks carry; tasks drafted by another version (say, a session
-that has no model drafts next to one that has) are counted as `hidden` and named by push.
+version is set to the model version most unannotated tasks carry (the transcript's only when no model
+drafted any); tasks drafted by another version (say, a session that has no drafts file next to one that
+has) are counted as `hidden` and named by push.
 """
 
 from __future__ import annotations
@@ -73,10 +74,11 @@ def _current_version(task: TaskPredictions) -> str:
 
 
 def project_version(versions: Counter[str]) -> str:
-    """The version most unannotated tasks carry; on a tie a model's over the transcript's, then by name."""
+    """A model's version over the transcript's (someone ran preannotate to have them shown), then the one most
+    unannotated tasks carry, then by name."""
     if not versions:
         return ""
-    return max(versions, key=lambda v: (versions[v], v != TRANSCRIPT_VERSION, v))
+    return max(versions, key=lambda v: (v != TRANSCRIPT_VERSION, versions[v], v))
 
 
 def refresh_drafts(client: Client, info: ProjectInfo, schema: AnnotationSchema, plan: DraftPlan) -> Redraft:
