@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -184,7 +184,3 @@ def report_acceptance(project: Project, settings: AgreementSettings, *, snapshot
         embedder, cache = embed, embedding_cache(project)
     found = measure_acceptance(data, schema, settings, shown, settled.outcomes, embedder=embedder, cache_path=cache)
     return found.model_copy(update={"tasks_without_record": unrecorded})
-
-
-def versions_in(items: Iterable[KeptShare | DraftAgreement]) -> list[str]:
-    return sorted({item.model_version for item in items})

@@ -60,7 +60,7 @@ def csv_rows(acceptance: Acceptance) -> list[list[object]]:
     rows: list[list[object]] = []
     for k in acceptance.kept:
         rows.append(["acceptance", k.field, "", "kept_share", k.scenario, "", k.model_version, "", k.share, None,
-                     None, None, k.drafted, k.kept, 1, ""])
+                     None, None, k.drafted, k.kept, None, ""])
     for item in acceptance.agreement:
         f: Figure = item.figure
         rows.append(["acceptance", f.measure, f.level, f.metric, f.scenario, "", item.model_version, "gold", f.value,
