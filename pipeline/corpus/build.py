@@ -1,6 +1,9 @@
 """`rescue build` after the per-session stages: every corpus step, in order, each skipped when up to date.
 
-    server -> push -> sample-annotations -> pull -> agree -> adjudicate (+ sample-adjudications) -> gold -> freeze
+    server -> push -> sample-annotations -> pull -> adjudicate (+ sample-adjudications) -> agree -> gold -> freeze
+
+agree runs after the adjudication round trip: its report's acceptance section compares the drafts with the
+gold that the adjudicators' answers settle.
 
 The Label Studio steps run only when something could have changed there: the rows or the push
 settings changed, the agreement inputs changed, the server is external or already running, or the
@@ -114,10 +117,10 @@ def build_corpus(project: Project, *, on_step: Callable[[StepOutcome], None] = l
             ctx.record("server", "not needed", "Label Studio's database is unchanged since the last build")
             for step in ("push", "sample-annotations", "pull"):
                 ctx.record(step, "up to date", "nothing can have changed on the server")
-            with _step(ctx, "agree"):
-                html = agree_step(ctx)
             with _step(ctx, "adjudicate"):
                 adjudicate_step(ctx, None)
+            with _step(ctx, "agree"):  # after adjudicate: its acceptance section compares drafts with the gold
+                html = agree_step(ctx)
         else:
             with _step(ctx, "server"):
                 write_state(project, StepState(step="server", status="failed", error="Label Studio steps unfinished"))
@@ -126,10 +129,10 @@ def build_corpus(project: Project, *, on_step: Callable[[StepOutcome], None] = l
                 ctx.record("server", "ran" if session.started_here else "up to date",
                            f"{session.how}; asked because {reason}")
                 _label_studio_steps(ctx, session)
-                with _step(ctx, "agree"):
-                    html = agree_step(ctx)
                 with _step(ctx, "adjudicate"):
                     adjudicate_step(ctx, session)
+                with _step(ctx, "agree"):
+                    html = agree_step(ctx)
             finally:
                 stopped = session.close()
             stamp = database_stamp(session.paths) if stopped else None
