@@ -8,24 +8,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.agreement.acceptance import report_acceptance
 from pipeline.agreement.breakdowns import Progress, compute_report
 from pipeline.agreement.columnar import prepare_verified
 from pipeline.agreement.disagreements import find_disagreements
-from pipeline.agreement.inputs import (
-    Snapshot,
-    check_snapshot,
-    latest_annotations,
-    load_checked_snapshot,
-    load_snapshot,
-    paused_gc,
-)
+from pipeline.agreement.inputs import check_snapshot, latest_annotations, load_checked_snapshot, paused_gc
 from pipeline.agreement.prepared import Prepared, cache_key, prepare
 from pipeline.agreement.prepared import load as load_prepared
 from pipeline.agreement.prepared import save as save_prepared
 from pipeline.agreement.results import AgreementReport
 from pipeline.agreement.settings import AgreementSettings
+from pipeline.agreement.sources import embedding_cache, read_snapshot, schema_for
+
+__all__ = ["AgreeOutput", "coded_snapshot", "embedding_cache", "read_snapshot", "run_agree", "schema_for",
+           "write_report"]
 from pipeline.project import Project
-from pipeline.schema import AnnotationSchema, load_schema
+from pipeline.schema import AnnotationSchema
 from pipeline.store import atomic_dir, sha256_file
 
 REPORT_FILES = ("report.html", "agreement.csv", "disagreements.csv", "agreement.md", "report.json")
@@ -39,17 +37,6 @@ class AgreeOutput:
     @property
     def html(self) -> Path:
         return self.folder / "report.html"
-
-
-def schema_for(project: Project, settings: AgreementSettings) -> AnnotationSchema:
-    return load_schema(project.schemas / settings.schema_file)
-
-
-def read_snapshot(project: Project, schema: AnnotationSchema, *, snapshot: str | None = None,
-                  skip_other_versions: bool = False) -> Snapshot:
-    path = latest_annotations(project, snapshot)
-    return load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
-                         skip_other_versions=skip_other_versions, cache_dir=project.build / "cache" / "agreement")
 
 
 def coded_snapshot(project: Project, schema: AnnotationSchema, settings: AgreementSettings, path: Path,
@@ -71,14 +58,6 @@ def coded_snapshot(project: Project, schema: AnnotationSchema, settings: Agreeme
         data = prepare(answers, schema, settings, use_text)
         save_prepared(cached, data)
     return data
-
-
-def embedding_cache(project: Project) -> Path:
-    from pipeline.text_similarity import model_info
-
-    info = model_info()
-    safe = f"{info['package']}-{info['version']}".replace("/", "_")
-    return project.build / "cache" / "agreement" / f"embeddings-{safe}.npz"
 
 
 def write_report(report: AgreementReport, folder: Path) -> None:
@@ -120,7 +99,10 @@ def _run_agree(project: Project, settings: AgreementSettings, *, snapshot: str |
     report = compute_report(data, schema, settings.model_copy(update={"text_similarity": use_text}),
                             embedder=embedder, cache_path=cache, text_model=model, progress=progress)
     disagreements = find_disagreements(project, data, settings.disagreements_per_field)
-    report = report.model_copy(update={"annotations_file": project.rel_or_abs(path), "disagreements": disagreements})
+    acceptance = report_acceptance(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions,
+                                   use_text=use_text)
+    report = report.model_copy(update={"annotations_file": project.rel_or_abs(path), "disagreements": disagreements,
+                                       "acceptance": acceptance})
     folder = project.build / "agreement"
     write_report(report, folder)
     return AgreeOutput(report=report, folder=folder)

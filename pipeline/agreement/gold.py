@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from pipeline import layout
 from pipeline.agreement.adjudication import SETTLED, Answered, FieldOutcome, Resolver, resolve
-from pipeline.agreement.agree import embedding_cache, read_snapshot, schema_for
+from pipeline.agreement.sources import embedding_cache, read_snapshot, schema_for
 from pipeline.agreement.consensus import Consensus, Similarity
 from pipeline.agreement.inputs import Answer, Snapshot, adjudication_answers, load_snapshot, paused_gc
 from pipeline.agreement.settings import AgreementSettings

@@ -6,6 +6,7 @@ import base64
 import html
 from collections.abc import Iterable
 
+from pipeline.agreement import acceptance_tables
 from pipeline.agreement import figures as charts
 from pipeline.agreement.report_tables import (
     DISAGREEMENTS_INTRO,
@@ -102,6 +103,21 @@ def _disagreements(groups: tuple[MeasureDisagreements, ...]) -> str:
     return "".join(parts)
 
 
+def _acceptance(report: AgreementReport) -> str:
+    acceptance = report.acceptance
+    head = (f"<h2 id='acceptance'>{html.escape(acceptance_tables.TITLE)}</h2>"
+            f"<p>{html.escape(acceptance_tables.INTRO)}</p>")
+    none = acceptance_tables.none_message(acceptance)
+    if none:
+        return head + f"<p>{html.escape(none)}</p>"
+    rows = acceptance_tables.gold_rows(acceptance, cell)
+    return (head + "<h3>Drafts kept by the annotators</h3>"
+            + _table(acceptance_tables.KEPT_HEADER, acceptance_tables.kept_rows(acceptance), "acceptance-kept")
+            + "<h3>Drafts against the gold (the model as one more coder)</h3>"
+            + (_table(acceptance_tables.GOLD_HEADER, rows, "acceptance-gold") if rows else
+               "<p>No drafted field has a settled gold value yet.</p>"))
+
+
 def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
     meta = [
         ("annotation snapshot", report.snapshot), ("annotations file", report.annotations_file),
@@ -153,6 +169,7 @@ def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
         "<h2 id='disagreements'>Where annotators disagree</h2>", _disagreements(report.disagreements),
         "<h2>Per session</h2><details><summary>alpha (text: similarity) per session and field, with units</summary>",
         _sessions(report), "</details>",
+        _acceptance(report),
         "<h2>Metrics</h2><ul>" + "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
                                          for k, v in METRIC_LABELS.items()) + "</ul>",
         "</body></html>", "",

@@ -7,6 +7,7 @@ import html
 import io
 from collections.abc import Iterable
 
+from pipeline.agreement import acceptance_tables
 from pipeline.agreement.results import (
     METRIC_LABELS,
     RELIABLE,
@@ -45,6 +46,9 @@ def to_csv(report: AgreementReport) -> str:
                                          f.other)),
                          _number(f.value), _number(f.low), _number(f.high), _number(f.spread), f.units, f.values,
                          f.annotators, csv_text(f.reason)])
+    for row in acceptance_tables.csv_rows(report.acceptance):
+        writer.writerow([csv_text(v) if isinstance(v, str) else _number(v) if isinstance(v, float) or v is None
+                         else v for v in row])
     return out.getvalue()
 
 
@@ -216,10 +220,27 @@ def to_markdown(report: AgreementReport) -> str:
         if group.shown:
             parts += ["", _markdown_table(["session", "row", "item", "text", "answers", "Label Studio"],
                                           [disagreement_cells(d) for d in group.shown])]
+    parts += ["", *acceptance_markdown(report)]
     if report.notes:
         parts += ["", "## Notes", ""] + [f"- {md_text(note.message)}" for note in report.notes]
     parts += ["", "Metrics: " + "; ".join(f"`{k}` = {v}" for k, v in METRIC_LABELS.items()) + ".", ""]
     return "\n".join(parts)
+
+
+def acceptance_markdown(report: AgreementReport) -> list[str]:
+    """The "Pre-annotation acceptance" section: kept shares, then agreement with the gold (or why none)."""
+    acceptance = report.acceptance
+    parts = [f"## {acceptance_tables.TITLE}", "", acceptance_tables.INTRO, ""]
+    none = acceptance_tables.none_message(acceptance)
+    if none:
+        return parts + [none]
+    parts += ["### Drafts kept by the annotators", "",
+              _markdown_table(acceptance_tables.KEPT_HEADER, acceptance_tables.kept_rows(acceptance)), "",
+              "### Drafts against the gold (the model as one more coder)", ""]
+    rows = acceptance_tables.gold_rows(acceptance, cell)
+    parts.append(_markdown_table(acceptance_tables.GOLD_HEADER, rows) if rows else
+                 "No drafted field has a settled gold value yet (run `rescue adjudicate`, settle the queue).")
+    return parts
 
 
 DISAGREEMENTS_INTRO = ("Per field, the rows (items: row and item) where the annotators' answers differ after "

@@ -96,6 +96,38 @@ class MeasureDisagreements(Record):
     shown: tuple[Disagreement, ...]
 
 
+class KeptShare(Record):
+    model_version: str
+    field: str
+    scenario: str
+    drafted: int = Field(description="annotators' answers on tasks whose draft pre-filled this field")
+    kept: int = Field(description="of those, answers equal to the draft")
+
+    @property
+    def share(self) -> float | None:
+        return self.kept / self.drafted if self.drafted else None
+
+
+class DraftAgreement(Record):
+    """One coefficient between a model's drafts and the gold (coders: `gold` and the model)."""
+
+    model_version: str
+    figure: Figure
+
+
+class Acceptance(Record):
+    """The report's "Pre-annotation acceptance" section (pipeline/agreement/acceptance.py)."""
+
+    kept: tuple[KeptShare, ...] = ()
+    agreement: tuple[DraftAgreement, ...] = ()
+    tasks_with_drafts: int = Field(0, description="annotated tasks whose meta records the draft they showed")
+    tasks_without_record: int = Field(0, description="annotated tasks pushed before drafts were recorded")
+
+    @property
+    def model_versions(self) -> tuple[str, ...]:
+        return tuple(sorted({k.model_version for k in self.kept}))
+
+
 class AgreementReport(Record):
     snapshot: str
     annotations_file: str
@@ -114,6 +146,7 @@ class AgreementReport(Record):
     confusions: tuple[Confusion, ...] = ()
     disagreements: tuple[MeasureDisagreements, ...] = Field(
         default=(), description="per measure, the units where the annotators' answers differ (capped, with the total)")
+    acceptance: Acceptance = Field(default_factory=Acceptance, description="how much of the drafts annotators kept")
 
     def find(self, scope: Scope, measure: str, metric: str, **where: str) -> Figure | None:
         for figure in self.figures:

@@ -79,6 +79,14 @@ class ProjectInfo:
     task_number: int
 
 
+@dataclass(frozen=True)
+class TaskPredictions:
+    task_id: int
+    meta: dict[str, Any]
+    predictions: tuple[tuple[int, str], ...]  # (prediction id, model_version)
+    annotated: bool  # has an annotation, submitted or skipped
+
+
 def validate_config(config: str, *, where: str) -> None:
     """Offline check with the SDK's LabelInterface, the same parser the server uses."""
     from label_studio_sdk.label_interface import LabelInterface
@@ -122,6 +130,12 @@ class ResultChecker:
 
     def sdk_errors(self, result: Sequence[dict[str, Any]]) -> list[str]:
         return list(self._interface.validate_prediction({"result": list(result)}, return_errors=True))
+
+
+def _prediction_key(prediction: Any) -> tuple[int, str]:
+    """(id, model_version) of a listed prediction, which the SDK gives as a model or a plain dict."""
+    raw = prediction if isinstance(prediction, dict) else prediction.dict()
+    return int(raw["id"]), str(raw.get("model_version") or "")
 
 
 def _detail(body: Any) -> str:
@@ -252,6 +266,35 @@ class Client:
                 if not items or seen >= int(pager.response.total or 0):
                     return dict(sorted(metas.items()))
                 page += 1
+
+    def task_predictions(self, project_id: int) -> list[TaskPredictions]:
+        """Every task's meta, predictions (id, model_version) and whether anyone annotated it (or skipped it)."""
+        found: list[TaskPredictions] = []
+        page = 1
+        with self._api(f"list the predictions of project {project_id}"):
+            while True:
+                pager = self._sdk.tasks.list(project=project_id, fields="all", page=page, page_size=LIST_PAGE,
+                                             include="id,meta,predictions,total_annotations,cancelled_annotations")
+                items = pager.items or []
+                for task in items:
+                    predictions = tuple(_prediction_key(p) for p in task.predictions or ())
+                    found.append(TaskPredictions(
+                        task_id=int(task.id), meta=dict(task.meta or {}), predictions=predictions,
+                        annotated=bool((task.total_annotations or 0) + (task.cancelled_annotations or 0))))
+                if not items or len(found) >= int(pager.response.total or 0):
+                    return sorted(found, key=lambda t: t.task_id)
+                page += 1
+
+    def replace_prediction(self, task_id: int, old: Sequence[int], prediction: dict[str, Any],
+                           meta: dict[str, Any]) -> None:
+        """Delete the task's predictions, add `prediction`, then record it in the task's meta (last, so that a
+        crash in between leaves a meta that differs from the wanted one and the next push repeats this)."""
+        with self._api(f"replace the prediction of task {task_id}"):
+            for prediction_id in old:
+                self._sdk.predictions.delete(id=prediction_id)
+            self._sdk.predictions.create(task=task_id, result=prediction["result"], score=prediction.get("score"),
+                                         model_version=prediction["model_version"])
+            self._sdk.tasks.update(id=str(task_id), meta=meta)
 
     def import_tasks(self, project_id: int, tasks: list[dict[str, Any]]) -> list[int]:
         """One atomic import request (the server creates all tasks of a request in one transaction); new ids."""

@@ -16,13 +16,15 @@ from pathlib import Path
 from pydantic import Field
 
 from pipeline.annotate.config import build_config
+from pipeline.annotate.drafted import TRANSCRIPT_VERSION, SessionModelDrafts, load_model_drafts
 from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
 from pipeline.annotate.present import Present
 from pipeline.annotate.media_root import publish_media
 from pipeline.annotate.projects import annotator_roster, annotator_title, project_title
+from pipeline.annotate.redraft import DraftPlan, plan_drafts, refresh_drafts
 from pipeline.annotate.server import ServerPaths, connect
 from pipeline.annotate.settings import AnnotateSettings
-from pipeline.annotate.tasks import PREDICTION_VERSION, SessionRows, build_task, session_video
+from pipeline.annotate.tasks import SessionRows, build_task, session_video
 from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -31,7 +33,7 @@ from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
 from pipeline.settings import load_settings
 from pipeline.transcripts import read_rows, rows_path
 
-__all__ = ["ProjectPush", "PushSummary", "load_sessions", "project_title", "push_rows", "schema_path"]
+__all__ = ["ProjectPush", "PushSummary", "draft_notes", "load_sessions", "project_title", "push_rows", "schema_path"]
 
 Progress = Callable[[str, int, int], None]  # project label ("couple / ann@lab.org"), rows imported so far, to import
 
@@ -50,6 +52,11 @@ class ProjectPush(Record):
     listed: bool = Field(description="whether every task was listed (else the local copy matched the server)")
     batches: int
     config_updated: bool
+    model_version: str = Field("", description="the project's model_version: the drafts Label Studio pre-fills")
+    redrafted: int = Field(0, description="unannotated tasks whose prediction this push replaced (new drafts)")
+    drafts_kept: int = Field(0, description="annotated tasks whose draft differs from the new one: left unchanged")
+    drafts_hidden: int = Field(0, description="unannotated tasks drafted by another model version than the "
+                                              "project's (Label Studio does not pre-fill them)")
 
 
 class PushSummary(Record):
@@ -59,6 +66,10 @@ class PushSummary(Record):
     projects: tuple[ProjectPush, ...]
     sessions_without_rows: tuple[str, ...] = ()
     rows_without_media: int = 0
+    drafts: dict[str, str] = Field(default_factory=dict, description="session -> model version of its drafts file")
+    drafts_dropped: dict[str, int] = Field(default_factory=dict, description="session -> drafts of rows that no "
+                                                                             "longer exist (never pushed)")
+    drafts_refused: int = Field(0, description="drafted fields the schema refused (the transcript draft stands)")
 
     @property
     def imported(self) -> int:
@@ -140,6 +151,9 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
     client.whoami()  # a wrong token or a dead server fails here, before any work
     roster = (tuple(sorted({a.strip().lower() for a in annotators})) if annotators is not None else
               annotator_roster(client, loaded.agreement.annotators, loaded.agreement.adjudicators))
+    drafts = {s.session_id: found for s in sessions
+              if (found := load_model_drafts(project, schema, s.session_id, s.rows)) is not None}
+    plan = plan_drafts(schema, sessions, drafts)
     results = []
     for scenario in SCENARIOS:
         chosen = [s for s in sessions if s.entry.scenario == scenario]
@@ -148,15 +162,38 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
         config = build_config(schema, scenario)
         for annotator in roster:
             results.append(_push_project(project, client, schema, scenario, annotator, config, chosen, settings,
-                                         progress, full_check))
+                                         progress, full_check, plan))
     no_media = sum(1 for s in sessions for r in s.rows if not (r.clip or s.session_video))
     return PushSummary(schema_version=schema.id, server=connection.url, annotators=roster, projects=tuple(results),
-                       sessions_without_rows=tuple(missing), rows_without_media=no_media)
+                       sessions_without_rows=tuple(missing), rows_without_media=no_media,
+                       drafts={sid: d.model_version for sid, d in sorted(drafts.items())},
+                       drafts_dropped=_dropped(drafts), drafts_refused=plan.refused)
+
+
+def draft_notes(summary: PushSummary) -> list[str]:
+    """What push did with the model drafts, one line each (also printed by `rescue push`)."""
+    notes = [f"{sid}: {count} draft(s) of rows that no longer exist (re-segmented) dropped, not pushed"
+             for sid, count in summary.drafts_dropped.items()]
+    if summary.drafts_refused:
+        notes.append(f"{summary.drafts_refused} drafted field(s) refused by schema {summary.schema_version} (those "
+                     "fields show the transcript draft)")
+    for p in summary.projects:
+        if p.redrafted or p.drafts_kept:
+            notes.append(f"{p.title}: {p.redrafted} unannotated task(s) got the new drafts ({p.model_version}); "
+                         f"{p.drafts_kept} annotated task(s) keep the draft their annotator saw")
+        if p.drafts_hidden:
+            notes.append(f"{p.title}: {p.drafts_hidden} unannotated task(s) carry drafts of another model version "
+                         f"than the project's {p.model_version}; Label Studio does not pre-fill them")
+    return notes
+
+
+def _dropped(drafts: dict[str, SessionModelDrafts]) -> dict[str, int]:
+    return {sid: d.dropped for sid, d in sorted(drafts.items()) if d.dropped}
 
 
 def _push_project(project: Project, client: Client, schema: AnnotationSchema, scenario: Scenario, annotator: str,
                   config: str, sessions: list[SessionRows], settings: AnnotateSettings, progress: Progress | None,
-                  full_check: bool) -> ProjectPush:
+                  full_check: bool, plan: DraftPlan) -> ProjectPush:
     info, updated = _ensure_project(client, schema, scenario, annotator, config)
     if client.connection.source == "embedded" and settings.media_url is None:
         for folder in serve_media(project, sessions):
@@ -171,8 +208,8 @@ def _push_project(project: Project, client: Client, schema: AnnotationSchema, sc
         progress(label, 0, len(todo))
     for start in range(0, len(todo), settings.batch_size):
         chunk = todo[start:start + settings.batch_size]
-        batch = [build_task(schema, s, i, context_rows=settings.context_rows, media_url=settings.media_url)
-                 for s, i in chunk]
+        batch = [build_task(schema, s, i, context_rows=settings.context_rows, media_url=settings.media_url,
+                            draft=plan.rows[s.rows[i].row_id].draft) for s, i in chunk]
         with_draft = with_draft or any("predictions" in task for task in batch)
         created = client.import_tasks(info.id, batch)
         present.imported([s.rows[i].row_id for s, i in chunk], created)
@@ -180,8 +217,11 @@ def _push_project(project: Project, client: Client, schema: AnnotationSchema, sc
         batches += 1
         if progress:
             progress(label, imported, len(todo))
-    if with_draft and info.model_version != PREDICTION_VERSION:
-        client.update_project(info.id, model_version=PREDICTION_VERSION)  # show the drafts to annotators
+    redraft = None
+    if plan.model_drafts or info.model_version not in ("", TRANSCRIPT_VERSION):  # model drafts now or before
+        redraft = refresh_drafts(client, info, schema, plan)
+    elif with_draft and info.model_version != TRANSCRIPT_VERSION:
+        client.update_project(info.id, model_version=TRANSCRIPT_VERSION)  # show the drafts to annotators
     pushed_sessions = {s.session_id for s in sessions}
     current = {s.rows[i].row_id for s, i in wanted}
     stale = sum(1 for row_id in present.rows
@@ -191,4 +231,7 @@ def _push_project(project: Project, client: Client, schema: AnnotationSchema, sc
         project_url=f"{client.connection.url}/projects/{info.id}/data", rows=len(wanted), imported=imported,
         already_present=len(wanted) - len(todo), stale=stale,
         duplicates=sum(count - 1 for count in present.rows.values()), listed=present.listed, batches=batches,
-        config_updated=updated)
+        config_updated=updated,
+        model_version=redraft.version if redraft else (TRANSCRIPT_VERSION if with_draft else info.model_version),
+        redrafted=redraft.replaced if redraft else 0, drafts_kept=redraft.kept_annotated if redraft else 0,
+        drafts_hidden=redraft.hidden if redraft else 0)

@@ -13,16 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import JsonValue
-
 from pipeline.annotate.config import CONTEXT_HTML
-from pipeline.annotate.results import encode, people_strip
 from pipeline import layout
+from pipeline.annotate.drafted import META_KEY, TRANSCRIPT_VERSION, ShownDraft, transcript_values
+from pipeline.annotate.results import people_strip
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia, TranscriptRow
 from pipeline.schema import AnnotationSchema
 
-PREDICTION_VERSION = "transcript"  # Label Studio `model_version` of the drafts made from the transcript
+PREDICTION_VERSION = TRANSCRIPT_VERSION  # Label Studio `model_version` of the drafts made from the transcript
 
 
 @dataclass(frozen=True)
@@ -69,28 +68,10 @@ def context_html(rows: Sequence[TranscriptRow]) -> str:
     return "".join(lines)
 
 
-def _prefill(schema: AnnotationSchema, row: TranscriptRow, entities: tuple[str, ...]) -> dict[str, JsonValue]:
-    """Draft values from the transcript for the fields whose schema entry names a `prefill` attribute."""
-    values: dict[str, JsonValue] = {}
-    for field in schema.fields:
-        if not field.annotated or not field.prefill:
-            continue
-        raw = getattr(row, field.prefill)
-        if field.type == "entity":
-            if raw in entities:
-                values[field.name] = raw
-        elif field.type == "entities":
-            picked = [name for name in entities if name in raw and name != row.speaker]
-            if picked:
-                values[field.name] = picked
-        elif field.type == "text":
-            values[field.name] = str(raw)
-    return values
-
-
 def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, context_rows: int,
-               media_url: str | None) -> dict[str, Any]:
-    """The import payload of `session.rows[index]`: data, meta (row id for idempotency) and the draft."""
+               media_url: str | None, draft: ShownDraft | None = None) -> dict[str, Any]:
+    """The import payload of `session.rows[index]`: data, meta (row id for idempotency; the draft shown) and
+    the draft as a prediction (`draft`: see pipeline/annotate/drafted.py; default: the transcript's)."""
     rows = session.rows
     row = rows[index]
     entry = session.entry
@@ -116,7 +97,12 @@ def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, co
         if not field.annotated and field.prefill:
             data[field.name] = getattr(row, field.prefill)
     task: dict[str, Any] = {"data": data, "meta": {"row_id": row.row_id, "schema": schema.id}}
-    draft = encode(schema, _prefill(schema, row, entities), entities)
-    if draft:
-        task["predictions"] = [{"model_version": PREDICTION_VERSION, "result": draft}]
+    if draft is None:
+        values = transcript_values(schema, row, entities)
+        draft = ShownDraft(model_version=TRANSCRIPT_VERSION, values=values,
+                           versions=dict.fromkeys(values, TRANSCRIPT_VERSION))
+    prediction = draft.prediction(schema, entities)
+    if prediction is not None:
+        task["predictions"] = [prediction]
+        task["meta"][META_KEY] = draft.meta()
     return task

@@ -129,7 +129,7 @@ def annotators_list(ctx: click.Context) -> None:
 def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> None:
     """Import transcript rows as Label Studio tasks: one project per scenario and annotator, each with every row
     (only rows without a task there are imported), so annotators label independently."""
-    from pipeline.annotate.push import push_rows
+    from pipeline.annotate.push import draft_notes, push_rows
 
     project = project_of(ctx)
     progress = Progress(TextColumn("push {task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
@@ -155,6 +155,8 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
                       highlight=False)
     if summary.rows_without_media:
         console.print(f"{summary.rows_without_media} row(s) have no media to show (run `rescue ingest`)")
+    for note in draft_notes(summary):
+        console.print(note, highlight=False)
     if summary.annotators and not summary.projects:
         console.print("nothing to push: no session has rows yet")
 

@@ -1,6 +1,9 @@
 """`rescue build` after the per-session stages: every corpus step, in order, each skipped when up to date.
 
-    server -> push -> sample-annotations -> pull -> agree -> adjudicate (+ sample-adjudications) -> gold -> freeze
+    server -> push -> sample-annotations -> pull -> adjudicate (+ sample-adjudications) -> agree -> gold -> freeze
+
+agree runs after the adjudication round trip: its report's acceptance section compares the drafts with the
+gold that the adjudicators' answers settle.
 
 The engine plans which of them run (pipeline/engine/plan.py). The steps that read Label Studio need the
 `label-studio` resource, which is opened only when one of the planned ones is out of date: the server's
@@ -147,12 +150,12 @@ def build_corpus(project: Project, *, steps: Collection[str] | None = None,
             for step in ("push", "sample-annotations", "pull"):
                 if step in steps:
                     ctx.record(step, "up to date", "nothing can have changed on the server")
-            if "agree" in steps:
-                with _step(ctx, "agree"):
-                    html = agree_step(ctx)
             if "adjudicate" in steps:
                 with _step(ctx, "adjudicate"):
                     adjudicate_step(ctx, None)
+            if "agree" in steps:
+                with _step(ctx, "agree"):  # after adjudicate: its acceptance section compares drafts with the gold
+                    html = agree_step(ctx)
         else:
             with _step(ctx, "server"):
                 write_state(project, StepState(step="server", status="failed", error="Label Studio steps unfinished"))
@@ -161,12 +164,12 @@ def build_corpus(project: Project, *, steps: Collection[str] | None = None,
                 ctx.record("server", "ran" if session.started_here else "up to date",
                            f"{session.how}; asked because {reason}")
                 _label_studio_steps(ctx, session, steps)
-                if "agree" in steps:
-                    with _step(ctx, "agree"):
-                        html = agree_step(ctx)
                 if "adjudicate" in steps:
                     with _step(ctx, "adjudicate"):
                         adjudicate_step(ctx, session, apply_stored="sample-adjudications" in steps)
+                if "agree" in steps:
+                    with _step(ctx, "agree"):  # after adjudicate: its acceptance section compares drafts with the gold
+                        html = agree_step(ctx)
             finally:
                 stopped = session.close()
             stamp = database_stamp(session.paths) if stopped else None

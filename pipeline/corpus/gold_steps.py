@@ -19,8 +19,10 @@ def _settings_json(ctx: CorpusContext) -> dict[str, object]:
 
 
 def agree_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
-    return fingerprint("agree", "1", annotations=file_sha(snapshot), settings=_settings_json(ctx),
-                       schema=ctx.schema_sha)
+    # "2": the report's acceptance section compares the drafts with the gold, which adjudications settle too
+    answers = adjudication_answers(ctx.project)
+    return fingerprint("agree", "2", annotations=file_sha(snapshot), settings=_settings_json(ctx),
+                       schema=ctx.schema_sha, adjudications=file_sha(answers) if answers else "")
 
 
 def adjudicate_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:

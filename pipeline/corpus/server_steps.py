@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
 from pipeline.annotate.projects import annotator_roster
-from pipeline.annotate.push import push_rows
+from pipeline.annotate.push import draft_notes, push_rows
 from pipeline.annotate.tasks import session_video
 from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
 from pipeline.corpus.context import CorpusContext
@@ -29,6 +29,7 @@ from pipeline.corpus.labelstudio_steps import (
 )
 from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, state_path, write_state
 from pipeline.corpus.stored import Kind, accounts, load_stored
+from pipeline.preannotate.drafts import drafts_path
 from pipeline.row_anchor import MIN_IOU
 
 PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
@@ -36,8 +37,9 @@ PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
 
 def push_fingerprint(ctx: CorpusContext) -> str:
     media = {sid: session_video(ctx.project, sid) for sid in ctx.rows}
-    # "2": push also publishes the media root (build/labelstudio/media/): a build made before it pushes once more
-    return fingerprint("push", "2", rows=ctx.rows, media=media, schema=ctx.schema_sha,
+    drafts = {sid: file_sha(drafts_path(ctx.project.build, sid)) for sid in ctx.rows}  # new drafts push again
+    # "3": tasks record the draft they show in their meta (pipeline/annotate/drafted.py)
+    return fingerprint("push", "3", rows=ctx.rows, media=media, schema=ctx.schema_sha, drafts=drafts,
                        settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
 
 
@@ -85,6 +87,7 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
              "time overlap, or quarantines them with the reason)" for p in summary.projects if p.stale]
     notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
               for p in summary.projects if p.duplicates]
+    notes += draft_notes(summary)
     if not roster:
         notes.append("no annotators yet: add them with `rescue annotators add EMAIL...`")
     if summary.sessions_without_rows:
