@@ -30,6 +30,7 @@ from pipeline.store import (
     describe_outputs,
     outputs_intact,
     sha256_json,
+    sweep_leftovers,
     write_record_atomic,
     write_text_atomic,
 )

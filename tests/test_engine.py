@@ -79,7 +79,7 @@ def test_an_unknown_step_name_is_a_clear_error_listing_the_steps(project: Projec
     result = rescue(project, "build", "--only", "ingest", "--only", "transcibe")
     assert result.exit_code == 1
     assert "error: unknown step(s): transcibe" in result.output
-    assert "ingest, transcribe, diarize, rows, server, push" in result.output and "rescue graph" in result.output
+    assert "ingest, transcribe, diarize, rows, preannotate, server, push" in result.output and "rescue graph" in result.output
     assert not (project.build / "media").exists()  # nothing ran, nothing written
 
 
