@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import JsonValue
 
 from pipeline.agreement.adjudication import SETTLED, FieldOutcome
-from pipeline.agreement.inputs import Answer, Snapshot
+from pipeline.agreement.inputs import Answer, Snapshot, latest_annotations
 from pipeline.agreement.results import Acceptance, DraftAgreement, KeptShare
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.agreement.sources import embedding_cache, read_snapshot, schema_for
@@ -171,11 +171,12 @@ def report_acceptance(project: Project, settings: AgreementSettings, *, snapshot
     from pipeline.agreement.gold import settle
 
     settings = settings.model_copy(update={"text_similarity": use_text})
-    data = read_snapshot(project, schema_for(project, settings), snapshot=snapshot,
-                         skip_other_versions=skip_other_versions)
-    shown, unrecorded = shown_drafts(data.path.parent)
+    # the drafts the tasks recorded first: without any, the snapshot's records need not be read a second time
+    shown, unrecorded = shown_drafts(latest_annotations(project, snapshot).parent)
     if not shown:
         return Acceptance(tasks_without_record=unrecorded)
+    data = read_snapshot(project, schema_for(project, settings), snapshot=snapshot,
+                         skip_other_versions=skip_other_versions)
     settled, schema = settle(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)
     embedder = cache = None
     if use_text:
