@@ -188,7 +188,7 @@ def test_unknown_or_unconfigured_backends_name_the_setting(tmp_path: Path) -> No
     with pytest.raises(RescueError, match=r"preannotate\.backend"):
         load_settings(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.rescue.preannotate]\nbackend = "openai"\n')
-    with pytest.raises(RescueError, match=r"\[tool\.rescue\.preannotate\.openai\] base_url and model"):
+    with pytest.raises(RescueError, match=r"\[tool\.rescue\.preannotate\.openai\] model is not set"):
         make_backend(project, load_settings(tmp_path).preannotate, SCHEMA)
     (tmp_path / "pyproject.toml").write_text('[tool.rescue.preannotate]\nbackend = "gold-model"\n')
     with pytest.raises(RescueError) as caught:

@@ -271,3 +271,26 @@ def test_keyframes_of_the_row_go_as_images_when_asked(project: Project, key: str
     expected = {n: [data_url(project.abs(frames[i].path)) for i in picks] for n, picks in
                 {1: [0, 1], 2: [2], 3: [2]}.items()}  # row 3 ([12, 17]) has none inside: the nearest, 9 s
     assert images == expected
+
+
+def test_the_step_reaches_the_endpoint_through_the_settings_and_the_backend_registry(project: Project,
+                                                                                     key: str) -> None:
+    """`[tool.rescue.preannotate] backend = "openai"` and its endpoint section, read as the preannotate step
+    reads them, give a backend that drafts a session (here: the family sample) from the endpoint."""
+    from pipeline.preannotate.backends import make_backend
+    from pipeline.preannotate.session import DraftSession
+    from pipeline.settings import load_settings
+
+    truth = Truth("family")
+    with ChatServer(lambda r: Reply(content=json.dumps(truth.answer(r))), api_key=key) as server:
+        (project.root / "pyproject.toml").write_text(
+            '[tool.rescue.preannotate]\nbackend = "openai"\n\n[tool.rescue.preannotate.openai]\n'
+            f'base_url = "{server.base_url}"\nmodel = "stand-in-model"\napi_key_env = "{KEY_ENV}"\n')
+        settings = load_settings(project.root).preannotate
+        backend = make_backend(project, settings, truth.schema)
+        session = DraftSession(truth.entry.session_id, truth.entry.scenario, truth.entry.participants,
+                               tuple(truth.rows), truth.schema)
+        drafts = backend.draft(session)
+    assert backend.name == "openai" and drafts.model_version == f"openai:stand-in-model:{truth.schema.id}"
+    assert {d.row_id: d.values for d in drafts.rows} == truth.values and drafts.quarantined == ()
+    assert not files_holding(project.build, KEY)

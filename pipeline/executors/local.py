@@ -3,6 +3,8 @@ process pool of `jobs` workers (only whole sessions are reported)."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -19,6 +21,19 @@ def execute(job: SessionJob, on_progress: ProgressHook | None = None) -> StageRu
     return execute_session(job.root, job.step, job.entry, job.fingerprint, hook, job.overrides)
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def share_cores(threads: int) -> None:
+    """A pool worker's share of the machine: left alone, every worker's torch/OpenMP takes every core and the
+    workers fight over them (measured: diarize with -j 2 on 2 cores ran far slower than one worker per core;
+    docs/ray.md). Ray does the same for its workers (OMP_NUM_THREADS = the worker's CPUs)."""
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    if "torch" in sys.modules:  # already imported in the parent before the fork
+        sys.modules["torch"].set_num_threads(threads)
+
+
 class LocalExecutor:
     name = "local"
 
@@ -29,7 +44,8 @@ class LocalExecutor:
             on_progress: ProgressHook) -> list[StageRun]:
         runs: list[StageRun] = []
         if self.jobs > 1 and len(jobs) > 1:
-            with ProcessPoolExecutor(max_workers=self.jobs) as pool:
+            threads = max(1, (os.cpu_count() or 1) // self.jobs)
+            with ProcessPoolExecutor(max_workers=self.jobs, initializer=share_cores, initargs=(threads,)) as pool:
                 for future in as_completed([pool.submit(execute, job) for job in jobs]):
                     runs.append(future.result())
                     on_done(runs[-1])

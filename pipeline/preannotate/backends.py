@@ -62,18 +62,13 @@ def _gold_model(project: Project, settings: PreannotateSettings, schema: Annotat
 
 def _openai(project: Project, settings: PreannotateSettings, schema: AnnotationSchema) -> DraftBackend:
     _need("openai", "openai", "the openai SDK")
-    unset = [name for name in ("base_url", "model") if not getattr(settings.openai, name)]
-    if unset:
-        raise RescueError(f"{SETTING} = 'openai', but [tool.rescue.preannotate.openai] {' and '.join(unset)} "
-                          f"{'is' if len(unset) == 1 else 'are'} not set",
-                          "set base_url (the OpenAI-compatible endpoint) and model under "
-                          "[tool.rescue.preannotate.openai] in pyproject.toml")
-    if importlib.util.find_spec("pipeline.preannotate.openai_backend") is None:
-        raise RescueError(f"{SETTING} = 'openai', but this version of the pipeline has no openai backend",
-                          "update the pipeline, or choose another backend")
-    from pipeline.preannotate import openai_backend
+    if not settings.openai.model:
+        raise RescueError(f"{SETTING} = 'openai', but [tool.rescue.preannotate.openai] model is not set",
+                          "set model (and base_url, the OpenAI-compatible endpoint; default: OpenAI's) under "
+                          "[tool.rescue.preannotate.openai] in pyproject.toml (docs/llm.md)")
+    from pipeline.preannotate.openai_backend import OpenAIBackend
 
-    return openai_backend.make_backend(project, settings, schema)  # type: ignore[attr-defined, no-any-return]
+    return OpenAIBackend(project, settings.openai, schema)
 
 
 FACTORIES: dict[str, Factory] = {"transcript": _transcript, "gold-model": _gold_model, "openai": _openai}

@@ -21,6 +21,7 @@ from pipeline.preannotate.draft_prompt import row_messages
 from pipeline.preannotate.draft_schema import SCHEMA_NAME, row_draft_schema
 from pipeline.preannotate.drafts import QuarantinedDraft, RowDraft, SessionDrafts
 from pipeline.preannotate.openai_settings import SECTION, OpenAIDraftSettings
+from pipeline.preannotate.session import DraftSession
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Keyframe, SessionMedia, TranscriptRow
 from pipeline.schema import AnnotationSchema
@@ -95,3 +96,19 @@ def draft_session(project: Project, entry: CatalogEntry, settings: OpenAIDraftSe
                   rows: Sequence[TranscriptRow]) -> SessionDrafts:
     """The backend's entry point for the preannotate step."""
     return draft_session_run(project, entry, settings, schema, rows).drafts
+
+
+class OpenAIBackend:
+    """The `openai` entry of the backend registry (pipeline/preannotate/backends.py)."""
+
+    name = BACKEND
+
+    def __init__(self, project: Project, settings: OpenAIDraftSettings, schema: AnnotationSchema) -> None:
+        self.project, self.settings, self.schema = project, settings, schema
+
+    def model(self) -> str:
+        return self.settings.model
+
+    def draft(self, session: DraftSession) -> SessionDrafts:
+        # a DraftSession carries what the prompt needs of a catalog entry: id, scenario, participants
+        return draft_session(self.project, session, self.settings, self.schema, session.rows)  # type: ignore[arg-type]

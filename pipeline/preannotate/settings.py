@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.preannotate.openai_settings import OpenAIDraftSettings
+
 BACKEND_NAMES = ("transcript", "gold-model", "openai")
 
 
@@ -33,15 +35,6 @@ class GoldModelSettings(_Section):
     calibration_folds: int = Field(3, ge=2, le=10)
 
 
-class OpenAISettings(_Section):
-    """Any OpenAI-compatible chat endpoint (the `openai` backend; see pipeline/preannotate/openai_backend.py)."""
-
-    base_url: str | None = Field(None, description="e.g. https://api.openai.com/v1, a vLLM/Ollama/LM Studio URL")
-    model: str | None = Field(None, description="the model name the endpoint serves")
-    api_key_env: str = Field("OPENAI_API_KEY", description="the environment variable that holds the key (never "
-                             "the key itself)")
-
-
 class PreannotateSettings(_Section):
     backend: Literal["transcript", "gold-model", "openai"] = Field(
         "transcript", description="transcript (speaker, target guess, text), gold-model (learns from gold rows, "
@@ -50,4 +43,4 @@ class PreannotateSettings(_Section):
         (), description="gold-model training files in the released benchmark row format, relative to the project "
         "root or absolute; empty = the project's own gold, build/gold/benchmark.jsonl")
     gold_model: GoldModelSettings = GoldModelSettings()
-    openai: OpenAISettings = OpenAISettings()
+    openai: OpenAIDraftSettings = OpenAIDraftSettings()  # [tool.rescue.preannotate.openai]: docs/llm.md
