@@ -17,6 +17,7 @@ from pipeline.catalog import load_catalog
 from pipeline.errors import RescueError, os_error_message
 from pipeline.executors.base import Executor, SessionJob
 from pipeline.executors.local import LocalExecutor
+from pipeline.session_run import execute_session, input_stamps
 from pipeline.lock import build_lock
 from pipeline.progress import Reporter, reporting
 from pipeline.project import Project
@@ -93,16 +94,6 @@ def read_run(project: Project, stage: Stage, session_id: str) -> StageRun | None
         return None  # unreadable state = never ran; the stage simply runs again
 
 
-def _stamps(project: Project, stage: Stage, entry: CatalogEntry) -> tuple[FileStamp, ...]:
-    """Size and mtime of source files, so a file replaced behind the catalog's back is noticed."""
-    stamps = []
-    for path in stage.input_files(project, entry):
-        stat = path.stat() if path.exists() else None
-        stamps.append(FileStamp(path=project.rel(path), size=stat.st_size if stat else -1,
-                                mtime_ns=stat.st_mtime_ns if stat else -1))
-    return tuple(stamps)
-
-
 def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
     """Hash of everything the stage's output depends on; None while an upstream stage is not done."""
     upstream = {}
@@ -149,7 +140,7 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
         return status("stale", "catalog entry, settings or stage version changed")
     if run.status == "failed":
         return status("failed", run.error)
-    if run.inputs != _stamps(ctx.project, stage, entry):
+    if run.inputs != input_stamps(ctx.project, stage, entry):
         return status("stale", "a source file changed on disk")
     if not outputs_intact(ctx.project.root, run.outputs):
         return status("stale", "outputs missing or changed")
@@ -162,37 +153,6 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
     run = execute_session(root, stage_name, entry, wanted, on_progress, overrides)
     write_record_atomic(state_path(Project(root), STAGES[stage_name], entry.session_id), run)
     return run
-
-
-def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
-                    on_progress: Reporter | None = None, overrides: SettingsOverrides = NO_OVERRIDES) -> StageRun:
-    """Run one stage for one session in a temp folder that replaces the old output only on success; the
-    outcome is returned, not recorded (an executor's worker runs this; the driver writes state).
-
-    Top-level (picklable) so a process pool can run it; it reloads settings from the root itself and applies
-    `overrides` (the run's flags, carried as data).
-    `on_progress` hears the stage's progress inside the session (in this process only).
-    """
-    started = time.perf_counter()
-    project = Project(root)
-    stage = STAGES[stage_name]
-    settings = load_settings(root, overrides)
-    final = project.session_dir(stage.area, entry.session_id)
-    common = dict(step=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
-    try:
-        inputs = _stamps(project, stage, entry)
-        with atomic_dir(final) as workdir, reporting(on_progress):
-            stage.run(project, entry, settings, workdir, final)
-        run = StageRun(status="done", outputs=describe_outputs(root, final), inputs=inputs, **common)
-    except RescueError as exc:
-        run = StageRun(status="failed", error=str(exc), **common)
-    except OSError as exc:  # a read-only or full build area names the path and the fix; others are bugs
-        known = os_error_message(exc)
-        run = StageRun(status="failed", error=str(known) if known else f"internal error: {exc!r}",
-                       traceback=traceback.format_exc(), **common)
-    except Exception as exc:  # a bug, not bad input: keep the traceback for the report
-        run = StageRun(status="failed", error=f"internal error: {exc!r}", traceback=traceback.format_exc(), **common)
-    return run.model_copy(update={"elapsed_s": round(time.perf_counter() - started, 2)})
 
 
 def write_manifest(ctx: Context, stage: Stage) -> Path:

@@ -9,13 +9,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from pipeline.executors.base import ProgressHook, SessionJob
+from pipeline.session_run import execute_session
 from pipeline.store import StageRun
 
 
 def execute(job: SessionJob, on_progress: ProgressHook | None = None) -> StageRun:
     """Top-level (picklable) so a pool can run it."""
-    from pipeline.runner import execute_session
-
     hook = None if on_progress is None else (
         lambda done, total, unit: on_progress(job.session_id, done, total, unit))
     return execute_session(job.root, job.step, job.entry, job.fingerprint, hook, job.overrides)
