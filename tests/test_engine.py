@@ -107,7 +107,11 @@ def test_state_of_an_earlier_build_is_read_as_it_is_and_nothing_reruns(copy_buil
     assert "Nothing to do: all 2 session(s) are up to date." in result.output
     assert {p: p.stat().st_mtime_ns for p in (project.build / "asr").rglob("*") if p.is_file()} == asr
     status = json.loads(rescue(project, "status", "--json").output)
-    assert {row["state"] for row in status["sessions"]} == {"done"}
+    states = {row["stage"]: set() for row in status["sessions"]}
+    for row in status["sessions"]:
+        states[row["stage"]].add(row["state"])
+    # --no-annotation leaves the drafts for annotators (preannotate) to the next full build
+    assert states.pop("preannotate") == {"pending"} and set().union(*states.values()) == {"done"}
     # migrated on the way: the outputs, found intact by hash, now carry their mtimes (later checks only stat)
     record = json.loads((project.build / "state" / "transcribe" / f"{COUPLE}.json").read_text())
     assert record["step"] == "transcribe" and all(o["mtime_ns"] > 0 for o in record["outputs"])
