@@ -23,7 +23,7 @@ import polars as pl
 from pipeline.agreement.columnar_coding import LIST_KINDS, CannotVouch, code_items, code_plain
 from pipeline.agreement.plan import Measure, build_plan
 from pipeline.agreement.prepared import Prepared
-from pipeline.agreement.ratings import Ratings, RowIndex
+from pipeline.agreement.ratings import Ratings, RowIndex, row_index_of
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.schema import AnnotationSchema
 
@@ -74,14 +74,7 @@ def _row_index(frame: pl.DataFrame) -> RowIndex:
                                           firsts["row_index"].to_list())}
     sessions_first = frame.select("session_id", "scenario").unique("session_id", keep="first", maintain_order=True)
     scenarios = dict(zip(sessions_first["session_id"].to_list(), sessions_first["scenario"].to_list()))
-    sessions = tuple(sorted(scenarios))
-    number = {s: i for i, s in enumerate(sessions)}
-    ordered = sorted(rows.items(), key=lambda item: (scenarios[item[1][0]] != "couple", item[1][0], item[1][1],
-                                                     item[0]))
-    return RowIndex(row_ids=tuple(r for r, _ in ordered),
-                    row_index=np.array([i for _, (_, i) in ordered], dtype=np.int32),
-                    row_session=np.array([number[s] for _, (s, _) in ordered], dtype=np.int32),
-                    sessions=sessions, session_scenario=tuple(scenarios[s] for s in sessions))
+    return row_index_of(rows, scenarios)
 
 
 def prepare_verified(path: Path, schema: AnnotationSchema, settings: AgreementSettings, use_text: bool,

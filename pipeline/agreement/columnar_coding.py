@@ -10,6 +10,7 @@ writes one).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -25,6 +26,7 @@ LIST_KINDS = {"entities", "row_refs", "items"}  # kinds whose value polars hands
 _PLACEHOLDER = Answer("", "couple", "", 0, "", "", None, "", 0)  # only ever named in an error we turn into CannotVouch
 _SUB_TYPES = {"label": pl.String, "entity": pl.String, "text": pl.String, "integer": pl.Float64,
               "entities": pl.List(pl.String)}
+_JSON = json.JSONDecoder(strict=False)  # polars leaves control characters in nested strings unescaped
 _CONTROL = [chr(c) for c in range(32) if chr(c) not in "\n\r"]  # polars writes these back unescaped
 
 
@@ -93,20 +95,10 @@ def code_plain(measure: Measure, schema: AnnotationSchema, part: pl.DataFrame,
     """A plain field: one rating per answer with a value, unit = its row."""
     kind = measure.kind
     frame = part.filter(pl.col("value").is_not_null()).with_columns(pl.lit("").alias("key"))
-    if kind in LIST_KINDS or kind == "integer":
-        decode = (lambda texts: _normalised([float(t) if "." in t or "e" in t.lower() else int(t) for t in texts],
-                                            kind)) if kind == "integer" else (
-            lambda texts: _normalised([_json_list(t) for t in texts], kind))
-    else:
-        decode = lambda texts: _normalised(texts, kind, measure.allow_empty)  # noqa: E731
-    frame, distinct = _with_vid(frame, "value", decode)
+    parsed = kind in LIST_KINDS or kind == "integer"  # polars hands numbers and lists over as JSON text
+    frame, distinct = _with_vid(frame, "value", lambda texts: _normalised(
+        [_JSON.decode(t) for t in texts] if parsed else texts, kind, measure.allow_empty))
     return _rate(measure, schema, frame, distinct, annotators)
-
-
-def _json_list(text: str) -> object:
-    import json
-
-    return json.loads(text, strict=False)
 
 
 def code_items(measures: Sequence[Measure], schema: AnnotationSchema, part: pl.DataFrame,

@@ -79,6 +79,11 @@ def build_row_index(answers: Sequence[Answer]) -> RowIndex:
     for answer in answers:
         rows.setdefault(answer.row_id, (answer.session_id, answer.row_index))
         scenarios.setdefault(answer.session_id, answer.scenario)
+    return row_index_of(rows, scenarios)
+
+
+def row_index_of(rows: dict[str, tuple[str, int]], scenarios: dict[str, str]) -> RowIndex:
+    """The RowIndex of rows (row id -> (session, row index)) whose sessions have these scenarios."""
     sessions = tuple(sorted(scenarios))
     session_number = {s: i for i, s in enumerate(sessions)}
     # Rows sorted by scenario first: each scenario is then one contiguous slice (see bootstrap.py).
