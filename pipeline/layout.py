@@ -59,3 +59,19 @@ def agreement_dir(project: Project) -> Path:
 
 def adjudication_dir(project: Project) -> Path:
     return project.build / "adjudication"
+
+
+RUNS_AREA = "runs"
+RUN_PREDICTIONS = "predictions.jsonl"  # what `rescue evaluate` scores: one parsed answer per instance id
+RUN_UNANSWERED = "unanswered.jsonl"  # one {"id", "reason"} per instance without a usable answer
+RUN_RECORD = "run.json"  # model, endpoint host, mode, prompt version, release id and hash, counts, tokens
+RUN_SCORES = "scores.json"  # written by `rescue evaluate` when it scores a run folder; read by the leaderboard
+
+
+def runs_dir(project: Project) -> Path:
+    """build/runs/: one folder per model run (`rescue run-model`), scored in place by `rescue evaluate`."""
+    return project.build / RUNS_AREA
+
+
+def run_dir(project: Project, run_id: str) -> Path:
+    return runs_dir(project) / run_id
