@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,6 +46,7 @@ def build_once(sources: Path, work: Path, executor: object) -> dict:
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(sources, work / "raw_video")
+    shutil.copytree(ROOT / "annotation_schemas", work / "annotation_schemas")  # preannotate reads the schema
     context = Context.load(Project(work))
     entries = context.select()
     stages, began = {}, time.perf_counter()
@@ -98,14 +100,18 @@ def bench(repeats: int) -> dict:
         loads = dict(ray_executor.model_loads)
         overhead = scheduler_overhead()
         ray_executor.close()
+    except BaseException:
+        traceback.print_exc()  # now: once the cluster stops, Ray's client may end the process before it prints
+        raise
     finally:
         cluster.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+    load = os.getloadavg()[0]
     best = {name: min(found, key=lambda r: r["wall_s"]) for name, found in runs.items()}
     return {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared), "
                    f"Python {platform.python_version()}",
-        "workers": WORKERS, "repeats": repeats, "runs": runs, "best": best,
+        "load_average_1min_at_end": round(load, 2), "workers": WORKERS, "repeats": repeats, "runs": runs, "best": best,
         "wall_ratio": round(best["ray"]["wall_s"] / best["local"]["wall_s"], 3),
         "scheduler_overhead": overhead, "model_loads_per_worker": loads,
     }
@@ -114,8 +120,8 @@ def bench(repeats: int) -> dict:
 def markdown(result: dict) -> str:
     best, over = result["best"], result["scheduler_overhead"]
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}; sample sessions (2, 250.8 s of audio), "
-             f"ingest → rows from an empty build/, {result['workers']} workers each, fastest of "
-             f"{result['repeats']} alternating run(s).", "",
+             f"ingest → preannotate from an empty build/, {result['workers']} workers each, fastest of "
+             f"{result['repeats']} alternating run(s); load average {result['load_average_1min_at_end']} at the end.", "",
              "| executor | " + " | ".join(STAGES) + " | all |", "|---|" + "---|" * (len(STAGES) + 1)]
     for name, label in (("local", f"local (`-j {result['workers']}`)"), ("ray", f"ray ({result['workers']} workers)")):
         lines.append(f"| {label} | " + " | ".join(f"{best[name]['stages'][s]:.1f} s" for s in STAGES)
