@@ -40,7 +40,8 @@ def make_templates(folder: Path) -> dict[int, Path]:
     found = {}
     for seconds in BUCKETS:
         target = folder / f"{seconds}.mp4"
-        subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size=320x240:rate=25:d={seconds}",
+        subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi",
+                        "-i", f"testsrc2=size=320x240:rate=25:d={seconds}",
                         "-f", "lavfi", "-i", f"sine=frequency=220:sample_rate=16000:d={seconds}",
                         "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p",
                         "-c:a", "aac", "-shortest", "-movflags", "+faststart", str(target)], check=True)
@@ -115,10 +116,11 @@ def measure(scale: float) -> dict:
 def markdown(result: dict) -> str:
     lines = ["", f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, load average {result['load']:.1f} at the start (a shared machine), with "
-             f"`.venv/bin/python benchmarks/bench_media.py --scale {result['scale']:g}`: {result['sessions']} sessions, "
-             f"{result['rows']:,} rows and clips ({result['build_clip_mib']} MiB of clips in the build; making them "
-             f"took {result['make_clips_s']} s and is not counted).", "",
-             "| release | freeze wall time | CPU time | clips packed | media/ size | media/ disk added | release size |",
+             f"`.venv/bin/python benchmarks/bench_media.py --scale {result['scale']:g}`: {result['sessions']} "
+             f"sessions, {result['rows']:,} rows and clips ({result['build_clip_mib']} MiB of clips in the build; "
+             f"making them took {result['make_clips_s']} s and is not counted).", "",
+             "| release | freeze wall time | CPU time | clips packed | media/ size | media/ disk added "
+             "| release size |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for run in result["runs"]:
         lines.append(f"| {run['mode']} | {run['freeze_s']} s | {run['cpu_s']} s | {run['clips']:,} | "

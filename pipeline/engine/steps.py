@@ -69,7 +69,8 @@ def _corpus_steps(session_leaves: tuple[str, ...]) -> list[Step]:
              ("build/gold/benchmark.jsonl", "build/gold/provenance.jsonl", "build/gold/summary.json"),
              "gold rows per session; every session without gold is listed with the reason"),
         Step("freeze", "corpus", ("gold",), ("build",),
-             "annotation_schemas/tasks-v1.yaml; the rows' clips (build/transcripts/<session>/clips/) with release_media",
+             "annotation_schemas/tasks-v1.yaml; with release_media the rows' clips "
+             "(build/transcripts/<session>/clips/)",
              ("build/release/<version>/",),
              "six task files, media/ clips, manifest, card; a changed release supersedes the old one, never "
              "overwrites it"),

@@ -72,15 +72,16 @@ carry every cue; a mode leaves out what it does not show.
 |---|---|---|
 {rows}
 
-This release holds the clips of `{VIDEO_MODE}`: `{media['folder']}` ({media['clips']} MP4 clips: H.264 video where
-the session has video, AAC sound; one per row that some instance attaches), at
-`media/<sample_id>/<NNN>.mp4` (NNN = the row index). In `tasks/er`, `tasks/vp` and `tasks/ssp`, each row record with a clip carries `clip_path` (relative
-to this folder), `clip_duration_sec` and `video_attachment_index` (its 1-based position among the
-instance's videos), and each instance carries `video_attachments`, the clip paths in the order the paper's
-scripts attach them: ER and VP the prior context's clips, then the current row's own clip (the instance is
-that row); SSP the prior context's clips only (its own row would show the answer). An SSP instance whose
-context is empty has an empty list and takes no part in `{VIDEO_MODE}`. MANIFEST.json lists every clip's
-sha256: `rescue verify` names a missing or changed clip.
+This release holds the clips of `{VIDEO_MODE}`: `{media['folder']}` ({media['clips']} MP4 clips: H.264 video
+where the session has video, AAC sound; one per row that some instance attaches), at
+`media/<sample_id>/<NNN>.mp4` (NNN = the row index). In `tasks/er`, `tasks/vp` and `tasks/ssp`, each row
+record with a clip carries `clip_path` (relative to this folder), `clip_duration_sec` and
+`video_attachment_index` (its 1-based position among the instance's videos), and each instance carries
+`video_attachments`, the clip paths in the order the paper's scripts attach them: ER and VP the prior
+context's clips, then the current row's own clip (the instance is that row); SSP the prior context's clips
+only (its own row would show the answer). An SSP instance whose context is empty has an empty list and takes
+no part in `{VIDEO_MODE}`. MANIFEST.json lists every clip's sha256: `rescue verify` names a missing or
+changed clip.
 
 With `datasets`, the media keys load as path strings (relative to this folder). To decode the videos, join
 each path to the folder and cast the column to `datasets.Video()`, which needs the `torchcodec` package.
