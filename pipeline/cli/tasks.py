@@ -108,8 +108,7 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out:
         table.add_row(task, *(str(counts[k]) for k in ("couple", "family", "all")))
     console.print(table)
     if media:
-        console.print(f"media: {summary.clips_linked + summary.clips_copied} clip(s) under media/, "
-                      f"{summary.clips_linked} hard-linked, {summary.clips_copied} copied", highlight=False)
+        console.print(summary.media_note, highlight=False)
     else:
         console.print("text-only release (no media/ folder; --media packs the row clips)", highlight=False)
 

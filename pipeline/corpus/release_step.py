@@ -59,10 +59,6 @@ def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVers
     return tuple(ModelVersion(role=r, name=n, version=v) for r, n, v in sorted(found))
 
 
-def describe_clips(linked: int, copied: int) -> str:
-    return f"media: {linked + copied} clip(s), {linked} hard-linked, {copied} copied"
-
-
 def release_is_current(out: Path, done_detail: dict[str, object]) -> bool:
     """The release folder is the one the last successful freeze made, intact."""
     from pipeline.tasks.verify import verify_release
@@ -122,7 +118,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
              manifest_sha256=file_sha(out / "MANIFEST.json"))
     counts = ", ".join(f"{task.upper()} {c['all']}" for task, c in summary.instances.items())
     if clips is not None:
-        counts += f"; {describe_clips(summary.clips_linked, summary.clips_copied)}"
+        counts += f"; {summary.media_note}"
     status = "up to date" if summary.unchanged else "ran"
     ctx.record("freeze", status, f"release {version}: {len(sessions)} session(s), instances {counts} -> "
                                  f"{ctx.project.rel(out)}/", notes)

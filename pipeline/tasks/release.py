@@ -107,6 +107,11 @@ class ReleaseSummary(Record):
     clips_linked: int = Field(0, description="media clips hard-linked from the build (no bytes copied)")
     clips_copied: int = Field(0, description="media clips copied (the file system could not link them)")
 
+    @property
+    def media_note(self) -> str:
+        clips = self.clips_linked + self.clips_copied
+        return f"media: {clips} clip(s) under media/, {self.clips_linked} hard-linked, {self.clips_copied} copied"
+
 
 class ReleaseWriter:
     """Writes release files under a folder, hashing and counting rows as it goes (nothing is held whole)."""
