@@ -30,7 +30,9 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def corpus(project: Project) -> Project:
     shutil.copytree(REPO / "annotation_schemas", project.schemas)
-    (project.root / "pyproject.toml").write_text("[tool.rescue.agreement]\ntext_similarity = false\n")
+    # hand-made gold: no transcript rows, so no clips (tests/test_release_media.py packs real ones)
+    (project.root / "pyproject.toml").write_text("[tool.rescue.agreement]\ntext_similarity = false\n"
+                                                 "[tool.rescue.build]\nrelease_media = false\n")
     write_state(project, StepState(step="pull", status="done", detail={"snapshot": "20261130T100000Z"}))
     (project.build / "gold").mkdir(parents=True)
     write_gold(project.build / "gold" / "benchmark.jsonl", gold_sessions())

@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
@@ -16,6 +17,9 @@ from pipeline.cli.lock import writer
 from pipeline.cli.options import project_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
+
+if TYPE_CHECKING:
+    from pipeline.settings import SettingsOverrides
 
 TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
 
@@ -64,27 +68,33 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
 @click.option("--license", "license_id", default=None,
               help="The card's `license:` field: the source videos' licence (e.g. cc-by-nc-4.0; default: "
                    "release_license of [tool.rescue.build]); the project does not own it.")
+@click.option("--media/--no-media", "media", default=None,
+              help="Pack the row clips ER, VP and SSP attach (media/, the turn_video_audio mode) or make a "
+                   "text-only release. Default: release_media of [tool.rescue.build] (on) for the build's "
+                   "gold; off with --gold FILE (a gold file from elsewhere has no clips; --media then packs "
+                   "this project's clips of its sessions, or says why it cannot).")
 @click.pass_context
 @writer
 def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out: Path | None,
            settings_path: Path | None, strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...],
-           license_id: str | None) -> None:
+           license_id: str | None, media: bool | None) -> None:
     """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""
-    from pipeline.settings import load_settings
+    from pipeline.settings import SettingsOverrides, load_settings
     from pipeline.tasks.coverage import describe_label_sources
     from pipeline.tasks.freeze_gold import ReleaseDefaults, freeze_gold, read_gold_input
 
     project = project_of(ctx)
     if gold_path is None:
         _freeze_step(project, dict(version=version, out=out, settings=settings_path, strict=strict, force=force,
-                                   snapshot=snapshots, model=models, license=license_id))
+                                   snapshot=snapshots, model=models, license=license_id),
+                     SettingsOverrides.of("build", {"release_media": media}))
         return
     release = ReleaseDefaults.of(load_settings(project.root), version, license_id)
     with console.status(f"reading {gold_path}"):
         given = read_gold_input(project, gold_path, settings_path, strict=strict)
     with console.status(f"building tasks from {len(given.sessions)} sessions"):
         summary = freeze_gold(project, given, release, snapshots=snapshots, models=[_model(m) for m in models],
-                              out=out, overwrite=force)
+                              out=out, overwrite=force, media=bool(media))
     _print_warnings(given.warnings, "MANIFEST.json counts them")
     _print_warnings(summary.coverage_warnings, "MANIFEST.json coverage lists them")
     console.print(describe_label_sources(summary.label_sources), highlight=False)
@@ -97,9 +107,13 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out:
     for task, counts in summary.instances.items():
         table.add_row(task, *(str(counts[k]) for k in ("couple", "family", "all")))
     console.print(table)
+    if media:
+        console.print(summary.media_note, highlight=False)
+    else:
+        console.print("text-only release (no media/ folder; --media packs the row clips)", highlight=False)
 
 
-def _freeze_step(project: Project, file_only: dict[str, object]) -> None:
+def _freeze_step(project: Project, file_only: dict[str, object], overrides: SettingsOverrides) -> None:
     """`rescue freeze` without --gold: the build's freeze step, through the engine (same state, same lock)."""
     given = [f"--{name}" for name, value in file_only.items() if value not in (None, False, ())]
     if given:
@@ -108,7 +122,7 @@ def _freeze_step(project: Project, file_only: dict[str, object]) -> None:
                           "[tool.rescue.build] in pyproject.toml; or name the gold file with --gold")
     from pipeline.cli.printing import build_and_print
 
-    if build_and_print(project, console, err_console, only=["freeze"]).failed_sessions:
+    if build_and_print(project, console, err_console, only=["freeze"], overrides=overrides).failed_sessions:
         sys.exit(1)
 
 

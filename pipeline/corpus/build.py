@@ -35,6 +35,7 @@ from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.runner import build_lock
+from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.transcripts import rows_path
 
 
@@ -130,7 +131,8 @@ def _label_studio_steps(ctx: CorpusContext, session: ServerSession, steps: set[s
 
 def build_corpus(project: Project, *, steps: Collection[str] | None = None,
                  on_step: Callable[[StepOutcome], None] = lambda outcome: None,
-                 on_begin: Callable[[str], None] = lambda step: None) -> CorpusReport:
+                 on_begin: Callable[[str], None] = lambda step: None,
+                 overrides: SettingsOverrides = NO_OVERRIDES) -> CorpusReport:
     """Run the corpus `steps` (the engine's plan: the named ones and what they need) that are out of date,
     for the catalog sessions that have rows; a session still waiting for its rows is left out (and reported
     as pending), never a reason to stop the others."""
@@ -141,7 +143,7 @@ def build_corpus(project: Project, *, steps: Collection[str] | None = None,
                (rows_path(project, item.entry.session_id) for item in load_catalog(project))):
         return CorpusReport(steps=(), not_run="no catalog session has transcript rows yet: nothing to annotate")
     with build_lock(project):
-        ctx = CorpusContext.load(project, on_step=on_step, on_begin=on_begin)
+        ctx = CorpusContext.load(project, overrides, on_step=on_step, on_begin=on_begin)
         reason = server_needed(ctx, steps)
         html: Path | None = None
         if reason is None or "server" not in steps:

@@ -16,7 +16,7 @@ from pipeline.corpus.state import StepState, file_sha, output_records, rows_dige
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.schema import AnnotationSchema, load_schema
-from pipeline.settings import Settings, load_settings
+from pipeline.settings import NO_OVERRIDES, Settings, SettingsOverrides, load_settings
 
 Status = Literal["ran", "up to date", "not needed", "waiting", "skipped"]
 
@@ -42,8 +42,9 @@ class CorpusContext:
     mark: float = field(default_factory=time.perf_counter)  # when the step now running began (steps run in turn)
 
     @classmethod
-    def load(cls, project: Project, **callbacks: Callable) -> CorpusContext:  # type: ignore[type-arg]
-        settings = load_settings(project.root)
+    def load(cls, project: Project, overrides: SettingsOverrides = NO_OVERRIDES,
+             **callbacks: Callable) -> CorpusContext:  # type: ignore[type-arg]
+        settings = load_settings(project.root, overrides)
         path = schema_path(project, settings.annotate)
         return cls(project, settings, load_schema(path), file_sha(path), rows_digest(project), **callbacks)
 

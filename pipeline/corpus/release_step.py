@@ -8,6 +8,10 @@ came from, which gives the same gold). A release whose content changes is never 
 previous folder moves to build/release/superseded/<version>-<UTC time>/. The new release is rendered
 into a staging folder first, so a failure leaves the old one in place. While the gold file holds no
 session, the step waits.
+
+With `release_media` on (the default), the gold rows' clips are packed under the release's media/ folder;
+flipping the setting, or a clip rewritten in the build (its size or modification time changes), makes the
+step run again. A gold session without clips stops the step with an error naming the fix.
 """
 
 from __future__ import annotations
@@ -67,7 +71,8 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     """Returns the release folder, or None while no session has complete gold. Freezes through the same
     `freeze_gold` as `rescue freeze --gold FILE`, with the same defaults (pipeline/tasks/freeze_gold.py)."""
     from pipeline.tasks.coverage import describe_label_sources
-    from pipeline.tasks.freeze_gold import ReleaseDefaults, freeze_gold, read_gold_input
+    from pipeline.tasks.clips import clips_signature
+    from pipeline.tasks.freeze_gold import ReleaseDefaults, freeze_gold, gold_clips, read_gold_input
     from pipeline.tasks.gold_input import NoGoldYet
 
     gold = layout.gold_file(ctx.project)
@@ -84,9 +89,12 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
         return None
     sessions, warnings = given.sessions, given.warnings
     models = model_versions(ctx, {s.sample_id for s in sessions})
+    clips = gold_clips(ctx.project, given) if ctx.settings.build.release_media else None
+    # media keys only when on, so the fingerprint of a text-only release is what it was before media existed
+    media = {"media": True, "clips": clips_signature(ctx.project, clips)} if clips is not None else {}
     fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(given.settings_file),
                      schema=file_sha(given.schema_file), version=version, models=[m.model_dump() for m in models],
-                     license=release.license)
+                     license=release.license, **media)
     done = last_done(ctx.project, "freeze", fp)
     if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
@@ -96,7 +104,8 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     answers = adjudication_answers(ctx.project)
     if answers is not None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
-    summary = freeze_gold(ctx.project, given, release, snapshots=snapshots, models=models, out=out, overwrite=True)
+    summary = freeze_gold(ctx.project, given, release, snapshots=snapshots, models=models, out=out, overwrite=True,
+                          media=clips if clips is not None else False)
     notes = [str(w) for w in warnings[:10]]
     notes.append(describe_label_sources(summary.label_sources))
     notes.extend(summary.coverage_warnings[:10])
@@ -108,6 +117,8 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     ctx.done("freeze", fp, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions],
              manifest_sha256=file_sha(out / "MANIFEST.json"))
     counts = ", ".join(f"{task.upper()} {c['all']}" for task, c in summary.instances.items())
+    if clips is not None:
+        counts += f"; {summary.media_note}"
     status = "up to date" if summary.unchanged else "ran"
     ctx.record("freeze", status, f"release {version}: {len(sessions)} session(s), instances {counts} -> "
                                  f"{ctx.project.rel(out)}/", notes)

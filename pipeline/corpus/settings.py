@@ -13,6 +13,9 @@ class BuildSettings(BaseModel):
     release_license: str = Field("other", pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$",
                                  description="the release card's `license:` field: the source videos' licence, "
                                              "which the project does not own (e.g. cc-by-nc-4.0)")
+    release_media: bool = Field(
+        True, description="pack the row clips that ER, VP and SSP attach under the release's media/ folder "
+                          "(the turn_video_audio input mode); false: a text-only release")
     sample_annotations: bool = Field(
         True, description="apply the stored annotation export of the built-in sample sessions when the server "
                           "holds no annotations for them")

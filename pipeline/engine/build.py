@@ -103,7 +103,7 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
                 from pipeline.corpus.build import build_corpus
 
                 report.corpus = build_corpus(project, steps=corpus, on_step=hooks.corpus_step,
-                                             on_begin=hooks.corpus_begin)
+                                             on_begin=hooks.corpus_begin, overrides=overrides)
     return report
 
 

@@ -68,9 +68,12 @@ def _corpus_steps(session_leaves: tuple[str, ...]) -> list[Step]:
         Step("gold", "corpus", ("adjudicate", "sample-adjudications"), ("agreement",), "",
              ("build/gold/benchmark.jsonl", "build/gold/provenance.jsonl", "build/gold/summary.json"),
              "gold rows per session; every session without gold is listed with the reason"),
-        Step("freeze", "corpus", ("gold",), ("build",), "annotation_schemas/tasks-v1.yaml",
+        Step("freeze", "corpus", ("gold",), ("build",),
+             "annotation_schemas/tasks-v1.yaml; with release_media the rows' clips "
+             "(build/transcripts/<session>/clips/)",
              ("build/release/<version>/",),
-             "six task files, manifest, card; a changed release supersedes the old one, never overwrites it"),
+             "six task files, media/ clips, manifest, card; a changed release supersedes the old one, never "
+             "overwrites it"),
     ]
 
 

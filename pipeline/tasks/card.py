@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from pipeline.tasks.instances import TASK_TITLES, TASKS
+from pipeline.tasks.modes import AUDIO_FIELDS, MODES, VIDEO_MODE, VISUAL_FIELDS, supported_modes
 from pipeline.tasks.stats import instances_markdown, table3_markdown
 
 GOLD_FIELDS = {
@@ -45,6 +46,47 @@ CITATION = """```bibtex
   note  = {Rebuilds the RESCUE-BENCH task files from annotated therapy-session recordings}
 }
 ```"""
+
+
+MODE_SHOWS = {
+    "dialogue": "the dialogue text, no cue fields",
+    "audio": "the dialogue text and the audio cue " + ", ".join(f"`{f}`" for f in AUDIO_FIELDS),
+    "visual": "the dialogue text and the visual cues " + ", ".join(f"`{f}`" for f in VISUAL_FIELDS),
+    "audiovisual": "the dialogue text and every cue field",
+    VIDEO_MODE: "the dialogue text and the rows' own clips (video with sound) in place of the cue fields",
+}
+
+
+def media_section(media: dict[str, Any] | None) -> str:
+    """The card's input modes and media folder; empty for a text-only release, whose card stays as it was."""
+    if media is None:
+        return ""
+    rows = "\n".join(f"| `{mode}` | {MODE_SHOWS[mode]} | "
+                     f"{', '.join(t.upper() for t in TASKS if mode in supported_modes(t))} |" for mode in MODES)
+    return f"""## Input modes and media
+
+A model sees each task in one of five input modes (the paper's; `rescue run-model --mode`). The task files
+carry every cue; a mode leaves out what it does not show.
+
+| mode | the model sees | tasks |
+|---|---|---|
+{rows}
+
+This release holds the clips of `{VIDEO_MODE}`: `{media['folder']}` ({media['clips']} MP4 clips: H.264 video
+where the session has video, AAC sound; one per row that some instance attaches), at
+`media/<sample_id>/<NNN>.mp4` (NNN = the row index). In `tasks/er`, `tasks/vp` and `tasks/ssp`, each row
+record with a clip carries `clip_path` (relative to this folder), `clip_duration_sec` and
+`video_attachment_index` (its 1-based position among the instance's videos), and each instance carries
+`video_attachments`, the clip paths in the order the paper's scripts attach them: ER and VP the prior
+context's clips, then the current row's own clip (the instance is that row); SSP the prior context's clips
+only (its own row would show the answer). An SSP instance whose context is empty has an empty list and takes
+no part in `{VIDEO_MODE}`. MANIFEST.json lists every clip's sha256: `rescue verify` names a missing or
+changed clip.
+
+With `datasets`, the media keys load as path strings (relative to this folder). To decode the videos, join
+each path to the folder and cast the column to `datasets.Video()`, which needs the `torchcodec` package.
+
+"""
 
 
 def front_matter(version: str, license: str = "other") -> dict[str, Any]:
@@ -110,7 +152,7 @@ ITP (intervention timing), STP (support target) and SSP (support strategy).
 Load one task with the `datasets` library: `load_dataset("<this folder>", "itp", split="test")`
 (`"itp_gold"` for its answers), or read the Parquet files with any dataframe library.
 
-## Statistics (as the paper's Table 3)
+{media_section(manifest_core.get("media"))}## Statistics (as the paper's Table 3)
 
 {table3_markdown(stats["table3"])}
 Durations run to the end of each session's last row (the row format has no duration field); n/a: no

@@ -7,6 +7,11 @@ packaged one), the manifest naming the gold file relative to the project root. W
 what each knows: the build step records the annotation snapshot and the models behind the rows, and
 replaces a changed release (the old one moves to superseded/); the file entry takes snapshots and
 models from its flags and replaces a different release only with `--force`.
+
+Media: the build step packs clips when `release_media` of `[tool.rescue.build]` is on (the default);
+`rescue freeze --gold FILE` only with `--media`, since a gold file from elsewhere has no clips. Either
+way a gold session without clips in this project's build is an error naming the fix, never a silent
+text-only release.
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from pipeline.project import Project
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.settings import Settings
 from pipeline.store import sha256_file
+from pipeline.tasks.clips import clip_index
 from pipeline.tasks.gold_input import GoldProblem, read_gold_file
+from pipeline.tasks.media import ClipIndex
 from pipeline.tasks.release import ModelVersion, ReleaseProvenance, ReleaseSummary, freeze_release, gold_source_label
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, load_task_settings
 
@@ -65,13 +72,21 @@ def read_gold_input(project: Project, gold: Path, settings_file: Path | None = N
     return GoldInput(gold, settings_file, task_settings, schema_file, schema, tuple(sessions), tuple(warnings))
 
 
+def gold_clips(project: Project, given: GoldInput) -> ClipIndex:
+    """Every gold row's clip from this project's build (errors name the sample, the row and the fix)."""
+    return clip_index(project, given.sessions)
+
+
 def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *, snapshots: Sequence[str],
                 models: Sequence[ModelVersion | dict[str, str]], out: Path | None = None,
-                overwrite: bool) -> ReleaseSummary:
+                overwrite: bool, media: bool | ClipIndex = False) -> ReleaseSummary:
+    """`media`: False for a text-only release, True to pack the clips of this project's build, or the
+    clips already indexed (the build step indexes them for its fingerprint)."""
+    clips = gold_clips(project, given) if media is True else (None if media is False else media)
     provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots),
                                    models=tuple(models),  # type: ignore[arg-type]  (dicts are validated)
                                    gold_source=gold_source_label(project.root, given.gold),
                                    gold_sha256=sha256_file(given.gold))
     return freeze_release(list(given.sessions), given.task_settings, provenance,
                           out or layout.release_dir(project, release.version), schema=given.schema,
-                          overwrite=overwrite, license=release.license)
+                          overwrite=overwrite, license=release.license, media=clips)

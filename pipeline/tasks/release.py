@@ -8,6 +8,10 @@ different content unless `overwrite=True`, and even then it is kept under supers
 in `provenance.gold_source` (same gold sha256) is the same release, and is kept as it is.
 MANIFEST.json carries `manifest_sha256`, the hash of its own canonical content, so `rescue verify` also
 catches an edit to the manifest's fields.
+
+With `media` (a `ClipIndex`), the ER/VP/SSP records carry their clips (pipeline.tasks.modes) and the clips
+are packed under media/ (pipeline.tasks.media), listed and hashed in the manifest like every other file.
+Without it nothing about media is written: the files are exactly those of a text-only release.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_err
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
 from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes, rows_of
+from pipeline.tasks.media import MEDIA_FOLDER, ClipIndex, MediaRecords, pack_clips
+from pipeline.tasks.modes import VIDEO_TASKS
 from pipeline.tasks.parquet_files import parquet_bytes, polars_version
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
@@ -98,6 +104,13 @@ class ReleaseSummary(Record):
     label_sources: dict[str, list[str]] = Field(default_factory=dict,
                                                 description="RPP label field -> the samples it supplied")
     coverage_warnings: tuple[str, ...] = Field((), description="one per sample and task without an instance")
+    clips_linked: int = Field(0, description="media clips hard-linked from the build (no bytes copied)")
+    clips_copied: int = Field(0, description="media clips copied (the file system could not link them)")
+
+    @property
+    def media_note(self) -> str:
+        clips = self.clips_linked + self.clips_copied
+        return f"media: {clips} clip(s) under media/, {self.clips_linked} hard-linked, {self.clips_copied} copied"
 
 
 class ReleaseWriter:
@@ -141,8 +154,10 @@ class ReleaseWriter:
         return [self.entries[path] for path in sorted(self.entries)]
 
 
-def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[BenchmarkSession]) -> dict[str, Any]:
-    """Every data file of the release (all but README.md and MANIFEST.json); returns the statistics."""
+def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[BenchmarkSession],
+                media: MediaRecords | None = None) -> dict[str, Any]:
+    """Every data file of the release (all but README.md, MANIFEST.json and the clips); returns the statistics.
+    With `media`, the video tasks' records carry their clips (and `media.needed` lists them)."""
     stats = statistics(build)
     ordered = sorted(sessions, key=lambda s: s.sample_id)
     benchmark = [s.model_dump(mode="json", exclude_unset=True) for s in ordered]
@@ -150,6 +165,8 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
     writer.parquet("benchmark.parquet", benchmark)
     for task in TASKS:
         facing = [i.model_facing() for i in build.instances[task]]
+        if media is not None:
+            facing = media.records(task, facing)
         gold = [i.gold_record() for i in build.instances[task]]
         writer.lines(f"tasks/{task}.jsonl", context_lines(facing))
         writer.lines(f"gold/{task}.jsonl", (dumps(record) + "\n" for record in gold))
@@ -204,22 +221,38 @@ def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema
     }
 
 
+def media_core(clips: int) -> dict[str, Any]:
+    """The manifest's `media` section (only in a release with media)."""
+    return {"folder": f"{MEDIA_FOLDER}/", "clips": clips, "tasks": list(VIDEO_TASKS),
+            "record_keys": "clip_path, clip_duration_sec, video_attachment_index (row records); "
+                           "video_attachments (instances)"}
+
+
 def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings,
                   provenance: ReleaseProvenance, version: str, schema: AnnotationSchema,
-                  license: str = DEFAULT_LICENSE) -> tuple[bytes, TaskBuild, list[GoldProblem], int]:
-    """Write the whole release into `folder`; returns the manifest's bytes, the build, the warnings, file count."""
+                  license: str = DEFAULT_LICENSE, media: ClipIndex | None = None, link_clips: bool = True,
+                  ) -> tuple[bytes, TaskBuild, list[GoldProblem], int, tuple[int, int]]:
+    """Write the whole release into `folder`; returns the manifest's bytes, the build, the warnings, the file
+    count and (clips linked, clips copied)."""
     problems = check_sessions(gold_sessions, schema)
     raise_for_errors(problems, "gold sessions")
     warnings = [p for p in problems if p.severity == "warning"]
     build = build_tasks(gold_sessions, settings, schema)
     writer = ReleaseWriter(folder)
-    stats = write_files(writer, build, gold_sessions)
+    records = MediaRecords(media) if media is not None else None
+    stats = write_files(writer, build, gold_sessions, records)
     core = manifest_core(version, settings, schema, provenance, gold_sessions, warnings, stats, build, license)
     core["parquet_json_columns"] = dict(sorted(writer.json_columns.items()))
+    packed = (0, 0)
+    if records is not None:
+        clips = pack_clips(folder, records.needed, link=link_clips)
+        writer.entries.update({entry["path"]: entry for entry in clips.entries})
+        core["media"] = media_core(len(clips.entries))
+        packed = (clips.linked, clips.copied)
     writer.bytes("README.md", dataset_card(version, stats, core).encode())
     manifest = manifest_bytes({**core, "files": writer.manifest_files()})
     (folder / MANIFEST).write_bytes(manifest)
-    return manifest, build, warnings, len(writer.entries) + 1
+    return manifest, build, warnings, len(writer.entries) + 1, packed
 
 
 def _content(manifest: bytes) -> dict[str, Any] | None:
@@ -247,12 +280,14 @@ def _holds(folder: Path, manifest: bytes) -> bool:
 
 def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings, provenance: ReleaseProvenance,
                    out_dir: Path, *, schema: AnnotationSchema | None = None, overwrite: bool = False,
-                   license: str = DEFAULT_LICENSE) -> ReleaseSummary:
+                   license: str = DEFAULT_LICENSE, media: ClipIndex | None = None,
+                   link_clips: bool = True) -> ReleaseSummary:
     """Build the six task files and the release folder `out_dir` (its name is the release version).
 
     Files are written into a temporary sibling folder, which takes the place of `out_dir` only when
     complete; an existing release with the same manifest (but for the gold file's path) and intact files is
-    kept as it is (`unchanged`). `license` goes into the card's front matter and the manifest.
+    kept as it is (`unchanged`). `license` goes into the card's front matter and the manifest. `media`:
+    every gold row's clip, for a release with media (`link_clips=False` copies instead of hard-linking).
     A different existing release is refused, or with `overwrite` moved to superseded/ (never deleted).
     """
     version = out_dir.name
@@ -270,8 +305,8 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     unchanged, superseded = False, None
     try:
         staged.mkdir()
-        manifest, build, warnings, count = write_release(staged, gold_sessions, settings, provenance, version, schema,
-                                                         license)
+        manifest, build, warnings, count, (linked, copied) = write_release(
+            staged, gold_sessions, settings, provenance, version, schema, license, media, link_clips)
         if out_dir.exists() and _holds(out_dir, manifest):
             unchanged = True
         elif out_dir.exists() and not overwrite:
@@ -286,7 +321,8 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     return ReleaseSummary(version=version, path=str(out_dir), unchanged=unchanged, superseded=superseded,
                           instances={t: statistics_counts(build, t) for t in TASKS},
                           dropped=build.dropped, files=count, warnings=tuple(str(w) for w in warnings),
-                          label_sources=label_sources(build), coverage_warnings=coverage_warnings(build, settings))
+                          label_sources=label_sources(build), coverage_warnings=coverage_warnings(build, settings),
+                          clips_linked=linked, clips_copied=copied)
 
 
 def statistics_counts(build: TaskBuild, task: str) -> dict[str, int]:

@@ -10,6 +10,7 @@ manifest's sha256 elsewhere to detect that).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,10 @@ from pipeline.errors import RescueError
 from pipeline.records import Record
 from pipeline.store import sha256_json
 from pipeline.tasks.instances import TASKS
-from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, rows_of
+from pipeline.tasks.media import MEDIA_FOLDER
+
+CHUNK = 1 << 20
 
 
 class FileChange(Record):
@@ -54,7 +58,22 @@ def manifest_problems(manifest: dict[str, Any], listed: dict[str, dict[str, Any]
         value, rows = _get(manifest, *field.split(".")), listed.get(path, {}).get("rows")
         if rows is not None and value != rows:
             problems.append(f"{field} is {value} but {path} holds {rows} rows")
+    clips = sum(path.startswith(f"{MEDIA_FOLDER}/") for path in listed)
+    if "media" in manifest and _get(manifest, "media", "clips") != clips:
+        problems.append(f"media.clips is {_get(manifest, 'media', 'clips')} but {clips} clips are listed")
     return problems
+
+
+def stream_entry(folder: Path, path: str) -> dict[str, Any]:
+    """sha256, size and rows of a listed file, read in chunks (clips can be large; nothing is held whole)."""
+    digest, size, newlines = hashlib.sha256(), 0, 0
+    lines = rows_of(path, 0) is not None  # only row files count their lines
+    with (folder / path).open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            newlines += chunk.count(b"\n") if lines else 0
+    return {"path": path, "sha256": digest.hexdigest(), "bytes": size, "rows": rows_of(path, newlines)}
 
 
 def _get(data: Any, *keys: str) -> Any:
@@ -80,7 +99,7 @@ def verify_release(folder: Path) -> VerifyReport:
     if own:
         changed.append(FileChange(path=MANIFEST, problem="; ".join(own)))
     for path in sorted(set(listed) & present):
-        actual = file_entry(path, (folder / path).read_bytes())
+        actual = stream_entry(folder, path)
         expected = listed[path]
         if actual["sha256"] != expected.get("sha256"):
             detail = f"sha256 {actual['sha256'][:12]}… (manifest {str(expected.get('sha256'))[:12]}…)"
