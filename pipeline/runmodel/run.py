@@ -25,7 +25,7 @@ from pipeline import __version__
 from pipeline.errors import RescueError
 from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_UNANSWERED, run_dir
 from pipeline.llm.cache import AREA as CACHE_AREA
-from pipeline.llm.client import ChatClient, ChatRunStats
+from pipeline.llm.client import ChatAnswer, ChatClient, ChatRunStats
 from pipeline.project import Project
 from pipeline.runmodel.answers import read_all
 from pipeline.runmodel.batches import batch_request, make_batches
@@ -110,7 +110,9 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
                    "answered": len(result.predictions), "unanswered": len(result.unanswered),
                    "unanswered_by_reason": dict(sorted(kinds.items())), "unknown_ids_in_answers": result.unknown_ids},
         "left_out_of_mode": left_out,
-        "tokens": stats.tokens, "cost": stats.cost, "code_version": __version__,
+        "tokens": stats.tokens, "cost": stats.cost,  # spent by this run's requests (cached answers are free)
+        "answer_tokens": sum(o.prompt_tokens + o.completion_tokens for o in outcomes if isinstance(o, ChatAnswer)),
+        "code_version": __version__,
         "finished_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     _write_run(folder, result.predictions, result.unanswered, record)
