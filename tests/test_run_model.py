@@ -213,6 +213,30 @@ def test_ssp_drops_labels_outside_the_candidates_and_prompts_the_scenario_labels
     assert scores["recall_at_1"] == pytest.approx((len(instances) - 1) / len(instances), abs=1e-4)
 
 
+def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release: Path, tmp_path: Path) -> None:
+    truth = gold(release, "itp")
+
+    def respond(received: Received) -> Reply:
+        document = asked(received.body)
+        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
+            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
+
+    project = Project(tmp_path)
+    with ChatServer(respond, api_key=KEY) as server:
+        stopped = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1,
+                                                                          max_total_tokens=1), SCHEMA, environ=ENV)
+        assert len(server.received) == 1  # the budget is spent by the first answer: nothing more is sent
+        reasons = {u["reason"].split(":")[0] for u in lines(stopped.folder / RUN_UNANSWERED)}
+        assert reasons == {"not_sent"} and stopped.record["counts"]["unanswered"] == 7
+        done = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1),
+                         SCHEMA, environ=ENV)
+        assert len(server.received) == 4  # the three unsent requests only
+    assert done.folder == stopped.folder  # the budget changes no answer: the same run, now complete
+    assert lines(done.folder / RUN_UNANSWERED) == []
+    assert done.record["counts"]["cached"] == 1 and done.record["counts"]["answered"] == 10
+    assert sorted(p["id"] for p in lines(done.folder / RUN_PREDICTIONS)) == sorted(truth)
+
+
 def test_answers_are_normalised_never_guessed() -> None:
     er = {"speaker": "Alan"}
     assert normalised("er", {"predicted_internal_emotion": " hurt ", "predicted_intensity_score": "7.4"}, er) == (
@@ -366,6 +390,11 @@ def test_bad_input_gets_clear_errors(release: Path, tmp_path: Path) -> None:
         run_model(project, release, "er", "dialogue", down, SCHEMA, environ=ENV)
     assert "cannot reach the chat endpoint" in unreachable.value.message and "base_url" in unreachable.value.fix
     assert not (tmp_path / "build" / "runs").exists()  # a failed run leaves no run folder
+    changed = tmp_path / "changed" / "v1"
+    shutil.copytree(release, changed)
+    (changed / "tasks/itp.jsonl").write_text((changed / "tasks/itp.jsonl").read_text().replace("Alan", "Alain"))
+    with pytest.raises(RescueError, match="differs from the release manifest"):
+        run_model(project, changed, "itp", "dialogue", RunModelSettings(model="m"), SCHEMA, environ=ENV)
 
 
 def test_cli_runs_and_reports(release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,8 +33,8 @@ from pipeline.runmodel.prompts import PROMPT_VERSION, system_prompt
 from pipeline.runmodel.settings import SECTION, RunModelSettings
 from pipeline.schema import AnnotationSchema
 from pipeline.store import sha256_json, write_text_atomic
-from pipeline.tasks.evaluate import load_task_files
-from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry
 from pipeline.tasks.modes import VIDEO_MODE, check_mode, in_mode, video_attachments
 
 
@@ -55,9 +55,28 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
 
 
-def _release_facts(release: Path) -> dict[str, Any]:
-    manifest = json.loads((release / MANIFEST).read_text(encoding="utf-8"))
-    return {"path": str(release), "version": manifest.get("release"), "manifest_sha256": manifest.get(MANIFEST_HASH)}
+def task_records(release: Path, task: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The model-facing records of one task, checked against MANIFEST.json (the gold is never read), and the
+    release's version and manifest hash for run.json."""
+    if task not in TASKS:
+        raise RescueError(f"unknown task {task!r}", f"use one of {', '.join(TASKS)}")
+    try:
+        manifest = json.loads((release / MANIFEST).read_text(encoding="utf-8"))
+        listed = {e["path"]: e["sha256"] for e in manifest["files"]}
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
+                          "pass --release build/release/<version> (made by `rescue freeze`)") from exc
+    path = f"tasks/{task}.jsonl"
+    try:
+        data = (release / path).read_bytes()
+    except FileNotFoundError as exc:
+        raise RescueError(f"{release / path} is missing", f"run `rescue verify {release}`") from exc
+    if listed.get(path) != file_entry(path, data)["sha256"]:
+        raise RescueError(f"{release / path} differs from the release manifest",
+                          f"run `rescue verify {release}` and restore the published file")
+    records = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    facts = {"path": str(release), "version": manifest.get("release"), "manifest_sha256": manifest.get(MANIFEST_HASH)}
+    return records, facts
 
 
 def _refuse_release_without_media(release: Path, task: str, records: list[dict[str, Any]]) -> None:
@@ -72,7 +91,7 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
               schema: AnnotationSchema, *, limit: int | None = None, out: Path | None = None,
               environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> RunResult:
     mode = check_mode(task, mode)
-    records, _ = load_task_files(release, task)  # checked against the manifest; the gold is not read further
+    records, facts = task_records(release, task)
     if mode == VIDEO_MODE:
         _refuse_release_without_media(release, task, records)
     chosen = records[:limit] if limit else records
@@ -87,7 +106,6 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
     outcomes, stats = client.complete_all(requests)
     result = read_all(task, batches, outcomes)
 
-    facts = _release_facts(release)
     media = "data URLs" if not settings.media_base_url else f"URLs on {host_of(settings.media_base_url)}"
     config = {"task": task, "mode": mode, "model": settings.model, "endpoint": settings.endpoint,
               "prompt_version": PROMPT_VERSION, "release": facts["manifest_sha256"], "batch_size": batch_size,
