@@ -327,6 +327,10 @@ def test_video_items_carry_the_clips_in_order_as_data_urls_and_as_urls(release: 
     assert [i["url"] for i in as_urls] == [f"https://media.example.org/rescue/v1/{c}"
                                            for c in ssp["video_attachments"]]
     assert all("fps" not in i for i in as_urls)  # SSP: context clips only, no fps (as the paper's script)
+    (media / wanted[0]).unlink()
+    with pytest.raises(RescueError, match="is missing from the release"):
+        batch_request("er", VIDEO_MODE, Batch(er["sample_id"], "couple", (er,)), system, media,
+                      RunModelSettings(model="m"))
     bad = {**er, "video_attachments": ["../../etc/passwd"]}
     with pytest.raises(RescueError, match="not a path inside the release"):
         batch_request("er", VIDEO_MODE, Batch(er["sample_id"], "couple", (bad,)), system, media,

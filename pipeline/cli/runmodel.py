@@ -13,12 +13,15 @@ from pipeline.cli.tasks import TASK_CHOICE, _release_dir
 from pipeline.errors import RescueError
 from pipeline.settings import SettingsOverrides
 
-MODES_HELP = """Input modes (spec section 5): dialogue (alias text): the transcript only (speaker, target, dialogue,
-background dialogue); audio: + the annotated tone of voice; visual: + the annotated posture, facial expressions,
-self-directed and interaction behaviour; audiovisual: both; turn_video_audio (aliases frames,
-speaker_frames_audio): the transcript plus the rows' own video clips with sound in place of the annotated cues
-(ER, VP: context clips then the row's clip; SSP: context clips, instances without one are left out; needs a
-release frozen with media). ITP, RPP and STP take the four text modes only."""
+MODES_HELP = """Input modes (spec section 5):
+  dialogue (alias text)  the transcript only: speaker, target, dialogue, background dialogue
+  audio                  + the annotated tone of voice
+  visual                 + the annotated posture, facial expressions, self-directed and interaction behaviour
+  audiovisual            + both
+  turn_video_audio       the transcript plus the rows' own clips (video with sound) in place of the annotated
+  (frames,               cues; ER, VP: the context clips then the row's clip; SSP: the context clips, an
+  speaker_frames_audio)  instance without one is left out; needs a release frozen with media
+ITP, RPP and STP take the four text modes only."""
 
 
 def _header(value: str) -> tuple[str, str]:

@@ -79,8 +79,11 @@ def video_items(task: str, record: dict[str, Any], release: Path, settings: RunM
         path = _clip_path(record, clip)
         if settings.media_base_url:
             url = f"{settings.media_base_url}/{quote(path.as_posix())}"
-        else:
+        elif (release / path).is_file():
             url = data_url(release / path)
+        else:
+            raise RescueError(f"instance {record.get('id')}: clip {path} is missing from the release {release}",
+                              f"run `rescue verify {release}` and restore the release's media")
         items.append(VideoItem(url, fps))
     return items
 
