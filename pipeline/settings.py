@@ -21,6 +21,7 @@ from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.corpus.settings import BuildSettings
 from pipeline.preannotate.settings import PreannotateSettings
+from pipeline.runmodel.settings import RunModelSettings
 from pipeline.executors.settings import ExecutorSettings
 from pipeline.speech.settings import SpeechSettings
 
@@ -47,6 +48,7 @@ class Settings(BaseModel):
     build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
     preannotate: PreannotateSettings = PreannotateSettings()  # drafts for annotators (pipeline/preannotate)
     executor: ExecutorSettings = ExecutorSettings()  # `--executor ray`: address, resources per step
+    run_model: RunModelSettings = RunModelSettings()  # `rescue run-model` (pipeline/runmodel, docs/run-model.md)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 It stands in for the remote model service, which no test machine can reach: tests start it on a free
 port, point the client's `base_url` at it and decide every answer through a `responder`. It checks what a
-strict server checks (bearer key, the request's shape, `response_format` with a valid strict JSON
-schema) and can answer with anything a real one does: JSON, broken JSON, HTTP errors with `Retry-After`,
+strict server checks (bearer key, the request's shape, `response_format`: JSON mode or a valid strict
+JSON schema) and can answer with anything a real one does: JSON, broken JSON, HTTP errors with `Retry-After`,
 slow answers, no answer in time. Reusable by any test of a chat client (pre-annotation, model runs).
 """
 
@@ -38,6 +38,7 @@ class Received:
 
     body: dict[str, Any]
     attempt: int  # 0 for the first time, 1 for the first retry, ...
+    headers: dict[str, str] = field(default_factory=dict)  # the HTTP headers, names in lower case
 
 
 Responder = Callable[[Received], Reply]
@@ -77,6 +78,8 @@ def contract_problem(body: Any) -> str | None:
                                              for item in content):
             return "unknown content item type"
     fmt = body.get("response_format")
+    if fmt == {"type": "json_object"}:
+        fmt = None  # JSON mode: any JSON object, no schema to check
     if fmt is not None:
         spec = fmt.get("json_schema") if isinstance(fmt, dict) and fmt.get("type") == "json_schema" else None
         if not isinstance(spec, dict) or not spec.get("name") or not isinstance(spec.get("schema"), dict):
@@ -131,12 +134,12 @@ class ChatServer:
         with self._lock:
             return [r.body for r in self.received]
 
-    def _note(self, body: dict[str, Any]) -> Received:
+    def _note(self, body: dict[str, Any], headers: dict[str, str] | None = None) -> Received:
         text = json.dumps(body, sort_keys=True)
         with self._lock:
             attempt = self._seen.get(text, 0)
             self._seen[text] = attempt + 1
-            received = Received(body, attempt)
+            received = Received(body, attempt, headers or {})
             self.received.append(received)
         return received
 
@@ -183,7 +186,8 @@ class ChatServer:
                 if problem:
                     return self._error(400, problem)
                 try:
-                    reply = server.responder(server._note(body))
+                    headers = {name.lower(): value for name, value in self.headers.items()}
+                    reply = server.responder(server._note(body, headers))
                 except Exception as exc:  # a bug in the test's responder: say so instead of dropping the line
                     server.errors.append(exc)
                     return self._error(500, f"the test's responder failed: {exc!r}")

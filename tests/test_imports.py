@@ -21,7 +21,7 @@ SAMPLE = ("pipeline.sample", "pipeline.sample_sessions")  # the demo-data maker 
 ENGINE = ("pipeline.engine", "pipeline.runner", "pipeline.session_run", "pipeline.stages", "pipeline.executors",
           "pipeline.corpus")
 FAMILIES = ("pipeline.media", "pipeline.speech", "pipeline.annotate", "pipeline.preannotate", "pipeline.agreement",
-            "pipeline.tasks")
+            "pipeline.tasks", "pipeline.runmodel")
 LAYERS = (("cli", CLI), ("sample", SAMPLE), ("engine", ENGINE), ("families", FAMILIES))  # the rest: ground floor
 FAMILY_PACKAGES = FAMILIES + ("pipeline.corpus", "pipeline.sample", "pipeline.engine", "pipeline.executors")
 

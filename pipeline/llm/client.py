@@ -86,8 +86,10 @@ class _Fatal(Exception):
 
 class ChatClient:
     def __init__(self, settings: ChatSettings, cache_folder: Path | None, *, section: str,
-                 environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
-        """`section` names where the settings live (e.g. `[tool.rescue.preannotate.openai]`) for error messages."""
+                 environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep,
+                 headers: Mapping[str, str] | None = None) -> None:
+        """`section` names where the settings live (e.g. `[tool.rescue.preannotate.openai]`) for error messages.
+        `headers`: extra HTTP headers sent with every request (e.g. a provider's switch); not part of the hash."""
         if not settings.model:
             raise RescueError(f"no model is set for the chat endpoint {settings.base_url} (setting {section} model)",
                               f"set {section} model to a model that endpoint serves")
@@ -96,6 +98,7 @@ class ChatClient:
         self._key = read_key(settings, section, os.environ if environ is None else environ)
         self._cache = ResponseCache(cache_folder) if settings.cache and cache_folder is not None else None
         self._sleep = sleep
+        self._headers = dict(headers or {})
         self._sdk: Any = None
 
     def _sdk_client(self) -> Any:
@@ -103,7 +106,7 @@ class ChatClient:
             import openai
 
             self._sdk = openai.OpenAI(api_key=self._key, base_url=self.settings.base_url, max_retries=0,
-                                      timeout=self.settings.timeout_s)
+                                      timeout=self.settings.timeout_s, default_headers=self._headers or None)
         return self._sdk
 
     def payload(self, request: ChatRequest) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The messages of a chat request: a role and content items, in the chat-completions wire format.
 
-Items are text or images (a data URL made from a file, or a URL the server fetches). Video items
-(`{"type": "video_url", ...}`, issue 13's turn_video_audio mode) are one more class here with its own
-`wire()`, added to `ContentItem`; nothing else in the client needs to change.
+Items are text, images or videos (a data URL made from a file, or a URL the server fetches). Videos are
+`{"type": "video_url", "video_url": {"url": ..., "fps": ...}}` items, as Qwen-VL-style OpenAI-compatible
+servers (DashScope, vLLM) take them: `rescue run-model` sends row clips so in the turn_video_audio mode.
 """
 
 from __future__ import annotations
@@ -35,7 +35,19 @@ class ImageItem:
         return {"type": "image_url", "image_url": {"url": self.url, "detail": self.detail}}
 
 
-ContentItem = TextItem | ImageItem
+@dataclass(frozen=True)
+class VideoItem:
+    url: str  # a data URL (data:video/mp4;base64,...) or an http(s) URL the server fetches
+    fps: float | None = None  # frames per second the server samples; None leaves it to the server
+
+    def wire(self) -> dict[str, Any]:
+        video: dict[str, Any] = {"url": self.url}
+        if self.fps is not None:
+            video["fps"] = self.fps
+        return {"type": "video_url", "video_url": video}
+
+
+ContentItem = TextItem | ImageItem | VideoItem
 
 
 @dataclass(frozen=True)

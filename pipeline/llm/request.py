@@ -30,6 +30,7 @@ class ResponseSchema:
 class ChatRequest:
     messages: tuple[ChatMessage, ...]
     response_schema: ResponseSchema | None = None
+    json_object: bool = False  # response_format json_object (any JSON object), when there is no schema
     label: str = ""  # what the request is for (a row id), for reports; not sent and not hashed
 
     def payload(self, model: str, max_completion_tokens: int | None) -> dict[str, Any]:
@@ -37,6 +38,8 @@ class ChatRequest:
         body: dict[str, Any] = {"model": model, "messages": [m.wire() for m in self.messages], "temperature": 0}
         if self.response_schema is not None:
             body["response_format"] = self.response_schema.wire()
+        elif self.json_object:
+            body["response_format"] = {"type": "json_object"}
         if max_completion_tokens:  # 0 or None: not sent
             body["max_completion_tokens"] = max_completion_tokens
         return body

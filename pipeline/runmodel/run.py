@@ -1,0 +1,150 @@
+"""One model run: a release's task in one input mode -> build/runs/<run_id>/ (predictions, unanswered, run.json).
+
+The run id names the task, mode and model plus a hash of everything that changes the answers (endpoint,
+model, mode, prompt version, release manifest, batch size, limit, answer length, media form), so the same run
+lands in the same folder and a different one never overwrites it. Answers are cached by request hash
+(pipeline/llm): a run stopped by an error (endpoint down, budget) leaves no run folder but keeps its answers,
+and running it again sends only what is missing. The three files are each written atomically at the end,
+run.json last: a folder with run.json is a finished run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from pipeline import __version__
+from pipeline.errors import RescueError
+from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_UNANSWERED, run_dir
+from pipeline.llm.cache import AREA as CACHE_AREA
+from pipeline.llm.client import ChatAnswer, ChatClient, ChatRunStats
+from pipeline.project import Project
+from pipeline.runmodel.answers import read_all
+from pipeline.runmodel.batches import batch_request, make_batches
+from pipeline.runmodel.prompts import PROMPT_VERSION, system_prompt
+from pipeline.runmodel.settings import SECTION, RunModelSettings
+from pipeline.schema import AnnotationSchema
+from pipeline.store import sha256_json, write_text_atomic
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry
+from pipeline.tasks.modes import VIDEO_MODE, check_mode, in_mode, video_attachments
+
+
+@dataclass(frozen=True)
+class RunResult:
+    folder: Path
+    record: dict[str, Any]  # what run.json holds
+    stats: ChatRunStats
+
+
+def host_of(url: str) -> str:
+    """host[:port] only: no scheme, no credentials, no path or query (they may hold secrets)."""
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+def task_records(release: Path, task: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The model-facing records of one task, checked against MANIFEST.json (the gold is never read), and the
+    release's version and manifest hash for run.json."""
+    if task not in TASKS:
+        raise RescueError(f"unknown task {task!r}", f"use one of {', '.join(TASKS)}")
+    try:
+        manifest = json.loads((release / MANIFEST).read_text(encoding="utf-8"))
+        listed = {e["path"]: e["sha256"] for e in manifest["files"]}
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
+                          "pass --release build/release/<version> (made by `rescue freeze`)") from exc
+    path = f"tasks/{task}.jsonl"
+    try:
+        data = (release / path).read_bytes()
+    except FileNotFoundError as exc:
+        raise RescueError(f"{release / path} is missing", f"run `rescue verify {release}`") from exc
+    if listed.get(path) != file_entry(path, data)["sha256"]:
+        raise RescueError(f"{release / path} differs from the release manifest",
+                          f"run `rescue verify {release}` and restore the published file")
+    records = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    facts = {"path": str(release), "version": manifest.get("release"), "manifest_sha256": manifest.get(MANIFEST_HASH)}
+    return records, facts
+
+
+def _refuse_release_without_media(release: Path, task: str, records: list[dict[str, Any]]) -> None:
+    if not any(video_attachments(record) for record in records):
+        raise RescueError(f"release {release} has no video clips for {task.upper()} (its records carry no "
+                          "`video_attachments`): the turn_video_audio mode needs a release frozen with media",
+                          "freeze one with media (`rescue freeze --media`, or the build's media setting), or "
+                          "choose a text mode: dialogue, audio, visual, audiovisual")
+
+
+def run_model(project: Project, release: Path, task: str, mode: str, settings: RunModelSettings,
+              schema: AnnotationSchema, *, limit: int | None = None, out: Path | None = None,
+              environ: Mapping[str, str] | None = None, sleep: Callable[[float], None] = time.sleep) -> RunResult:
+    mode = check_mode(task, mode)
+    records, facts = task_records(release, task)
+    if mode == VIDEO_MODE:
+        _refuse_release_without_media(release, task, records)
+    chosen = records[:limit] if limit else records
+    taking = [record for record in chosen if in_mode(task, record, mode)]
+    left_out = [record["id"] for record in chosen if not in_mode(task, record, mode)]
+    client = ChatClient(settings, project.build / CACHE_AREA, section=SECTION, environ=environ, sleep=sleep,
+                        headers=settings.extra_headers)  # the key is checked here, before any clip is read
+    batch_size = 1 if mode == VIDEO_MODE else settings.batch_size
+    batches = make_batches(taking, batch_size)
+    systems = {scenario: system_prompt(schema, task, scenario, mode) for scenario in {b.scenario for b in batches}}
+    requests = [batch_request(task, mode, b, systems[b.scenario], release, settings) for b in batches]
+    outcomes, stats = client.complete_all(requests)
+    result = read_all(task, batches, outcomes)
+
+    media = "data URLs" if not settings.media_base_url else f"URLs on {host_of(settings.media_base_url)}"
+    config = {"task": task, "mode": mode, "model": settings.model, "endpoint": settings.endpoint,
+              "prompt_version": PROMPT_VERSION, "release": facts["manifest_sha256"], "batch_size": batch_size,
+              "limit": limit, "max_completion_tokens": settings.max_completion_tokens,
+              "media_base_url": settings.media_base_url, "video_fps": settings.video_fps}
+    run_id = f"{task}-{mode}-{_slug(settings.model)}-{sha256_json(config)[:10]}"
+    folder = out or run_dir(project, run_id)
+    kinds = Counter(item["reason"].split(":", 1)[0] for item in result.unanswered)
+    record = {
+        "run_id": run_id, "task": task, "mode": mode, "model": settings.model,
+        "endpoint_host": host_of(settings.base_url), "api_key_env": settings.api_key_env,
+        "extra_headers": sorted(settings.extra_headers), "media": media if mode == VIDEO_MODE else None,
+        "prompt_version": PROMPT_VERSION, "schema": schema.id, "release": facts,
+        "settings": {"batch_size": batch_size, "concurrency": settings.concurrency, "temperature": 0,
+                     "response_format": "json_object", "max_completion_tokens": settings.max_completion_tokens,
+                     "video_fps": settings.video_fps if mode == VIDEO_MODE else None, "limit": limit},
+        "counts": {"instances": len(chosen), "in_mode": len(taking), "left_out_of_mode": len(left_out),
+                   "requests": stats.requests, "sent": stats.answers, "cached": stats.cache_hits,
+                   "retries": max(0, stats.tries - stats.answers), "not_sent": stats.not_sent,
+                   "answered": len(result.predictions), "unanswered": len(result.unanswered),
+                   "unanswered_by_reason": dict(sorted(kinds.items())), "unknown_ids_in_answers": result.unknown_ids},
+        "left_out_of_mode": left_out,
+        "tokens": stats.tokens, "cost": stats.cost,  # spent by this run's requests (cached answers are free)
+        "answer_tokens": sum(o.prompt_tokens + o.completion_tokens for o in outcomes if isinstance(o, ChatAnswer)),
+        "code_version": __version__,
+        "finished_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    _write_run(folder, result.predictions, result.unanswered, record)
+    return RunResult(folder, record, stats)
+
+
+def _jsonl(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def _write_run(folder: Path, predictions: list[dict[str, Any]], unanswered: list[dict[str, str]],
+               record: dict[str, Any]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / RUN_RECORD).unlink(missing_ok=True)  # unfinished until run.json is back
+    write_text_atomic(folder / RUN_PREDICTIONS, _jsonl(predictions))
+    write_text_atomic(folder / RUN_UNANSWERED, _jsonl(unanswered))
+    write_text_atomic(folder / RUN_RECORD, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
