@@ -23,6 +23,7 @@ from pipeline.corpus.settings import BuildSettings
 from pipeline.preannotate.settings import PreannotateSettings
 from pipeline.executors.settings import ExecutorSettings
 from pipeline.speech.settings import SpeechSettings
+from pipeline.tasks.judge_settings import JudgeSettings
 
 
 class IngestSettings(BaseModel):
@@ -47,6 +48,7 @@ class Settings(BaseModel):
     build: BuildSettings = BuildSettings()  # corpus steps of `rescue build` (pipeline/corpus)
     preannotate: PreannotateSettings = PreannotateSettings()  # drafts for annotators (pipeline/preannotate)
     executor: ExecutorSettings = ExecutorSettings()  # `--executor ray`: address, resources per step
+    judge: JudgeSettings = JudgeSettings()  # the ER/VP judge of `rescue evaluate` (docs/tasks.md)
 
 
 @dataclass(frozen=True)
