@@ -109,12 +109,14 @@ def media_release(release_dir: Path, out: Path) -> Path:
     path.write_bytes(data)
     manifest = json.loads((out / MANIFEST).read_text())
     manifest.pop(MANIFEST_HASH)
-    manifest["files"] = [file_entry(e["path"], data) if e["path"] == "tasks/ssp.jsonl" else e for e in manifest["files"]]
+    manifest["files"] = [file_entry(e["path"], data) if e["path"] == "tasks/ssp.jsonl" else e
+                         for e in manifest["files"]]
     (out / MANIFEST).write_bytes(manifest_bytes(manifest))
     return out
 
 
-def test_a_video_mode_run_is_scored_over_the_instances_in_that_mode(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_video_mode_run_is_scored_over_the_instances_in_that_mode(release: Path,  # noqa: F811
+                                                                    tmp_path: Path) -> None:
     media = media_release(release, tmp_path / "v1")
     i = ids(media, "ssp")
     run = make_run(tmp_path / "runs" / "video", media, "ssp", [
@@ -132,7 +134,8 @@ def test_a_video_mode_run_is_scored_over_the_instances_in_that_mode(release: Pat
 def test_a_run_on_another_release_or_without_run_json_is_refused(release: Path, tmp_path: Path) -> None:  # noqa: F811
     media = media_release(release, tmp_path / "v1")
     run = make_run(tmp_path / "runs" / "r", media, "ssp", [], [])
-    with pytest.raises(RescueError, match=r"was made on release v1 \(manifest_sha256 .*\), but .* is release v1 \(manifest_sha256") as e:
+    with pytest.raises(RescueError, match=r"was made on release v1 \(manifest_sha256 .*\), but .* is release v1 "
+                                          r"\(manifest_sha256") as e:
         score_run(read_run(run), release, text_similarity=False)
     assert "--release" in e.value.fix
     assert not (run / "scores.json").exists()
@@ -203,7 +206,8 @@ def test_unreadable_judge_answers_are_reported_never_guessed(release: Path, tmp_
     with ChatServer(off_scale, api_key=KEY) as server:
         er = score_run(read_run(er_run), release, text_similarity=False, judge=judge(server, None))
     problems = {u["id"]: u["problem"] for u in er["judge"]["unscored"]}
-    assert problems == {i[(SAMPLE_ID, 6)]: "the judge's grade is unusable: emotion_score 9 is not one of [1, 2, 3, 4, 5]",
+    assert problems == {i[(SAMPLE_ID, 6)]: "the judge's grade is unusable: emotion_score 9 is not one of "
+                                           "[1, 2, 3, 4, 5]",
                         i[(SAMPLE_ID, 8)]: "the judge's answer leaves this checkpoint out"}
     # only row 9 is judged: "feels sad" is its gold text (5), intensity 6 = gold (5)
     assert er["scores"]["overall"]["emotion_score"] == 5.0 and er["scores"]["overall"]["er_score"] == 5.0

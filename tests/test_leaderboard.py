@@ -64,7 +64,8 @@ def test_markdown_and_csv_tables_with_the_right_numbers(release: Path, tmp_path:
     rows = list(csv.DictReader(io.StringIO(to_csv(board))))
     assert len(rows) == 3 * 9  # 3 runs x 3 scopes x (n + 2 metrics)
     b = {(r["scope"], r["metric"]): float(r["value"]) for r in rows if r["model"] == "model-b"}
-    assert b == {("overall", "n"): 6, ("couple", "n"): 4, ("family", "n"): 2, ("overall", "R@1"): 0.3333, ("overall", "MRR"): 0.3333, ("couple", "R@1"): 0.5,
+    assert b == {("overall", "n"): 6, ("couple", "n"): 4, ("family", "n"): 2,
+                 ("overall", "R@1"): 0.3333, ("overall", "MRR"): 0.3333, ("couple", "R@1"): 0.5,
                  ("couple", "MRR"): 0.5, ("family", "R@1"): 0.0, ("family", "MRR"): 0.0}
     assert {r["release"] for r in rows} == {this, other} and {r["task"] for r in rows} == {"stp"}
     assert any("runs scored against 2 releases" in w for w in board.warnings)

@@ -73,7 +73,8 @@ def _read_graded(task: str, content: str, asked: list[str]) -> tuple[dict[str, d
         cid = item.get("checkpoint_id") if isinstance(item, dict) else None
         if cid not in asked or cid in found:
             continue  # an id nobody asked about (or graded twice): the asked one is judged on its first grade
-        wrong = [f"{name} {item.get(name)!r} is not one of {list(values)}" for name, values in SCORE_FIELDS[task].items()
+        wrong = [f"{name} {item.get(name)!r} is not one of {list(values)}"
+                 for name, values in SCORE_FIELDS[task].items()
                  if isinstance(item.get(name), bool) or item.get(name) not in values]
         if task == "er" and item.get("verdict") not in VERDICTS:
             wrong.append(f"verdict {item.get('verdict')!r} is not one of {list(VERDICTS)}")
