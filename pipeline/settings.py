@@ -24,6 +24,7 @@ from pipeline.preannotate.settings import PreannotateSettings
 from pipeline.runmodel.settings import RunModelSettings
 from pipeline.executors.settings import ExecutorSettings
 from pipeline.speech.settings import SpeechSettings
+from pipeline.tasks.judge_settings import JudgeSettings
 
 
 class IngestSettings(BaseModel):
@@ -49,6 +50,7 @@ class Settings(BaseModel):
     preannotate: PreannotateSettings = PreannotateSettings()  # drafts for annotators (pipeline/preannotate)
     executor: ExecutorSettings = ExecutorSettings()  # `--executor ray`: address, resources per step
     run_model: RunModelSettings = RunModelSettings()  # `rescue run-model` (pipeline/runmodel, docs/run-model.md)
+    judge: JudgeSettings = JudgeSettings()  # the ER/VP judge of `rescue evaluate` (docs/tasks.md)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pipeline.project import Project
 
 if TYPE_CHECKING:
     from pipeline.settings import SettingsOverrides
+    from pipeline.tasks.judge import JudgeOptions
 
 TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
 
@@ -167,26 +168,91 @@ def _print_problems(problems: dict) -> None:
                       "without a prediction. Missing, repeated and invalid answers count as wrong.", highlight=False)
 
 
+def _judge_options(project: Project, model: str | None, base_url: str | None, no_judge: bool) -> JudgeOptions | None:
+    """The judge's settings: [tool.rescue.judge] with the flags on top; None when no judge model is named."""
+    from pydantic import ValidationError
+
+    from pipeline.errors import describe_validation
+    from pipeline.llm.cache import AREA
+    from pipeline.settings import load_settings
+    from pipeline.tasks.judge import JudgeOptions
+    from pipeline.tasks.judge_settings import SECTION, JudgeSettings
+
+    if no_judge:
+        return None
+    given = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v}
+    try:
+        settings = JudgeSettings.model_validate({**load_settings(project.root).judge.model_dump(), **given})
+    except ValidationError as exc:
+        raise RescueError(f"judge settings ({SECTION} and --judge-* flags): {describe_validation(exc)}",
+                          "fix --judge-base-url or the section in pyproject.toml") from exc
+    return JudgeOptions(settings, project.build / AREA if settings.cache else None) if settings.model else None
+
+
+def _print_run_notes(report: dict) -> None:
+    unanswered = report.get("unanswered")
+    if unanswered and unanswered["count"]:
+        reasons = "; ".join(f"{n} {reason}" for reason, n in unanswered["by_reason"].items())
+        err_console.print(line(styled("unanswered", "yellow"), f" {unanswered['count']} instance(s) the run got no "
+                               f"usable answer for (scored as missing): {reasons}"))
+    if report.get("mode_note"):
+        console.print(f"mode: {report['mode_note']}", highlight=False)
+    judge = report.get("judge")
+    if judge:
+        console.print(f"judge {judge['model']} at {judge['endpoint_host']} ({judge['prompt_version']}): "
+                      f"{judge['judged']} judged, {judge['floor_without_answer']} without an answer (floor score), "
+                      f"{len(judge['unscored'])} unscored; {judge['requests']} requests, {judge['from_cache']} "
+                      "from the cache", highlight=False)
+        for item in judge["unscored"][:5]:
+            err_console.print(line(styled("unjudged", "yellow"), f" {item['id']}: {item['problem']}"))
+
+
 @click.command()
-@click.option("--task", required=True, type=TASK_CHOICE, help="Which task the predictions answer.")
-@click.option("--predictions", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--task", type=TASK_CHOICE, default=None,
+              help="Which task the predictions answer (with --run: taken from run.json).")
+@click.option("--predictions", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL: one object per instance with `id` and the task's answer fields (docs/tasks.md).")
+@click.option("--run", "run_folder", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="A model run folder (build/runs/<run_id>, made by `rescue run-model`): scores its predictions, "
+                   "counts its unanswered instances as missing, writes scores.json there.")
 @click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Release folder (default: the only one under build/release/).")
+              help="Release folder (default: the run's release, else the only one under build/release/).")
 @click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the full report (scores, every problem) as JSON here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON instead of a table.")
 @click.option("--no-similarity", is_flag=True, help="ER/VP: skip the MiniLM text similarity.")
+@click.option("--judge-model", default=None,
+              help="ER/VP: grade the text with this chat model, the paper's judge rubric (default: model of "
+                   "[tool.rescue.judge]; none = no judge).")
+@click.option("--judge-base-url", default=None, help="The judge's OpenAI-compatible endpoint (…/v1).")
+@click.option("--no-judge", is_flag=True, help="Do not use a judge even if [tool.rescue.judge] names a model.")
 @click.pass_context
-def evaluate(ctx: click.Context, task: str, predictions: Path, release: Path | None, json_out: Path | None,
-             as_json: bool, no_similarity: bool) -> None:
-    """Score predictions for one task, per scenario and overall; report malformed predictions precisely."""
+def evaluate(ctx: click.Context, task: str | None, predictions: Path | None, run_folder: Path | None,
+             release: Path | None, json_out: Path | None, as_json: bool, no_similarity: bool,
+             judge_model: str | None, judge_base_url: str | None, no_judge: bool) -> None:
+    """Score predictions (or a model run folder) for one task, per scenario and overall."""
     from pipeline.store import write_text_atomic
     from pipeline.tasks.evaluate import evaluate as run_evaluate
     from pipeline.tasks.evaluate import score_table
 
-    folder = _release_dir(project_of(ctx), release)
-    report = run_evaluate(folder, task, predictions, text_similarity=not no_similarity)
+    if (predictions is None) == (run_folder is None):
+        raise RescueError("give either --predictions FILE or --run FOLDER", "`rescue evaluate --run build/runs/<id>` "
+                          "or `rescue evaluate --task T --predictions FILE`")
+    project = project_of(ctx)
+    judge = _judge_options(project, judge_model, judge_base_url, no_judge)
+    if run_folder is not None:
+        from pipeline.tasks.runs import read_run, release_hint, score_run
+
+        run = read_run(run_folder)
+        folder = release or release_hint(run, project.root) or _release_dir(project, None)
+        report = score_run(run, folder, task=task, text_similarity=not no_similarity, judge=judge)
+        task = report["task"]
+    else:
+        if task is None:
+            raise RescueError("--task is required with --predictions", "pass --task er|vp|rpp|itp|stp|ssp")
+        folder = _release_dir(project, release)
+        report = run_evaluate(folder, task, predictions, text_similarity=not no_similarity,  # type: ignore[arg-type]
+                              judge=judge)
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
     if json_out:
         write_text_atomic(json_out, text)
@@ -194,16 +260,22 @@ def evaluate(ctx: click.Context, task: str, predictions: Path, release: Path | N
         click.echo(text, nl=False)
         return
     _print_problems(report["problems"])
+    _print_run_notes(report)
     header, rows = score_table(report)
-    table = Table(title=f"{task.upper()} on {folder}")
+    title = f"{task.upper()} on {folder}" + (f", {report['model']} in mode {report['mode']}" if run_folder else "")
+    table = Table(title=title)
     for column in header:
         table.add_column(column, justify="left" if column == "scope" else "right")
     for row in rows:
         table.add_row(*row)
     console.print(table)
+    if "text_scorer" in report:
+        console.print(f"ER/VP text scorer: {report['text_scorer']}", highlight=False)
     for key in ("macro_f1", "text_similarity"):
         if key in report:
             console.print(f"note: {report[key]}", highlight=False)
+    if run_folder is not None:
+        console.print(f"scores written to {run_folder / 'scores.json'}", highlight=False)
 
 
 @click.command("compare-released")

@@ -1,0 +1,159 @@
+"""`rescue leaderboard`: every scored model run (build/runs/*/scores.json) side by side, one table per task.
+
+Rows are runs, ordered by model, input mode (in the spec's order), release and run id; columns are the
+paper's metrics per scope (overall, couple, family). ER/VP show the judge's scores for runs scored with a
+judge and the offline text similarity for the others (the `scorer` column says which). A scores.json that
+cannot be read is named in a warning and left out; runs scored against different releases are marked by
+the release column and a warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.layout import RUN_RECORD, RUN_SCORES
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.modes import MODES
+
+SCOPES = ("overall", "couple", "family")
+METRICS: dict[str, tuple[tuple[str, str], ...]] = {  # task -> (metric key in scores.json, column name)
+    "er": (("er_score", "S_ER"), ("emotion_score", "S_emo"), ("intensity_score", "S_int"),
+           ("emotion_similarity", "text sim.")),
+    "vp": (("viewpoint_judge_score", "judge 1-5"), ("viewpoint_total_score", "judge 0-6"),
+           ("source_target_recall", "src-tgt R"), ("viewpoint_similarity", "text sim.")),
+    "rpp": (("accuracy", "acc"), ("macro_f1", "macro-F1")),
+    "itp": (("precision", "P"), ("recall", "R"), ("f1", "F1")),
+    "stp": (("recall_at_1", "R@1"), ("mrr", "MRR")),
+    "ssp": (("recall_at_1", "R@1"), ("mrr", "MRR")),
+}
+FIXED = ("run", "model", "mode", "release", "scorer")
+COUNT = ("instances", "n")  # every scope's first column: the instances scored
+
+
+@dataclass(frozen=True)
+class BoardTable:
+    task: str
+    columns: list[tuple[str, str]]  # (scope, metric column name) after the FIXED ones
+    rows: list[list[Any]]  # FIXED values, then the metrics as stored (None where a run has no such value)
+
+    @property
+    def header(self) -> list[str]:
+        return [*FIXED, *(f"{scope} {name}" for scope, name in self.columns)]
+
+
+@dataclass
+class Leaderboard:
+    tables: list[BoardTable] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _read_scores(folder: Path, warnings: list[str]) -> dict[str, Any] | None:
+    path = folder / RUN_SCORES
+    if not path.is_file():
+        if (folder / RUN_RECORD).is_file():
+            warnings.append(f"{folder} is not scored yet: run `rescue evaluate --run {folder}`")
+        return None
+    try:
+        scores = json.loads(path.read_text(encoding="utf-8"))
+        if scores["task"] not in TASKS or not isinstance(scores["scores"]["overall"], dict):
+            raise ValueError(f"unknown task {scores['task']!r}")
+        return scores
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        warnings.append(f"{path} is damaged ({type(exc).__name__}: {exc}); left out: re-score it with "
+                        f"`rescue evaluate --run {folder}`")
+        return None
+
+
+def _release(scores: dict[str, Any]) -> str:
+    release = scores.get("release") if isinstance(scores.get("release"), dict) else {}
+    digest = str(release.get("manifest_sha256") or "")[:8]
+    return f"{release.get('version', '?')}" + (f"@{digest}" if digest else "")
+
+
+def _scorer(scores: dict[str, Any]) -> str:
+    return str(scores.get("text_scorer", "")) if scores["task"] in {"er", "vp"} else ""
+
+
+def _sort_key(scores: dict[str, Any]) -> tuple[Any, ...]:
+    mode = scores.get("mode", "")
+    return (str(scores.get("model", "")), MODES.index(mode) if mode in MODES else len(MODES), str(mode),
+            _release(scores), str(scores.get("run_id", "")))
+
+
+def _table(task: str, runs: list[dict[str, Any]]) -> BoardTable:
+    scopes = [s for s in SCOPES if any(s in r["scores"] for r in runs)]
+    columns = [(scope, key, name) for scope in scopes for key, name in (COUNT, *METRICS[task])
+               if any(r["scores"].get(scope, {}).get(key) is not None for r in runs)]
+    rows = []
+    for r in sorted(runs, key=_sort_key):
+        fixed = [r.get("run_id", ""), r.get("model", ""), r.get("mode", ""), _release(r), _scorer(r)]
+        rows.append([*fixed, *(r["scores"].get(scope, {}).get(key) for scope, key, _ in columns)])
+    return BoardTable(task, [(scope, name) for scope, _, name in columns], rows)
+
+
+def read_leaderboard(runs_dir: Path) -> Leaderboard:
+    board = Leaderboard()
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    folders = sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []
+    for folder in folders:
+        scores = _read_scores(folder, board.warnings)
+        if scores is not None:
+            scores.setdefault("run_id", folder.name)
+            by_task.setdefault(scores["task"], []).append(scores)
+    for task in TASKS:
+        if task not in by_task:
+            continue
+        board.tables.append(_table(task, by_task[task]))
+        releases = sorted({_release(r) for r in by_task[task]})
+        if len(releases) > 1:
+            board.warnings.append(f"{task.upper()}: runs scored against {len(releases)} releases "
+                                  f"({', '.join(releases)}): compare rows of the same release only")
+    return board
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def scope_view(table: BoardTable, scope: str) -> tuple[list[str], list[list[str]]]:
+    """One scope's columns of a task table, for a narrow terminal: model, mode, release, [scorer], n, metrics, run."""
+    wanted = [n for n, (s, _) in enumerate(table.columns) if s == scope]
+    keep = [1, 2, 3] + ([4] if table.task in {"er", "vp"} else [])
+    header = [FIXED[k] for k in keep] + [table.columns[n][1] for n in wanted] + ["run"]
+    rows = [[cell(row[k]) for k in keep] + [cell(row[len(FIXED) + n]) for n in wanted] + [cell(row[0])]
+            for row in table.rows]
+    return header, rows
+
+
+def to_markdown(board: Leaderboard) -> str:
+    parts = []
+    for table in board.tables:
+        lines = [f"## {table.task.upper()}", "", "| " + " | ".join(table.header) + " |",
+                 "|" + "|".join("---" if n < len(FIXED) else "---:" for n in range(len(table.header))) + "|"]
+        lines += ["| " + " | ".join(cell(v).replace("|", "\\|") for v in row) + " |" for row in table.rows]
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def to_csv(board: Leaderboard) -> str:
+    """One CSV for every task in long form: one line per run, scope and metric (numbers as stored); a
+    metric a run has no value for is left out."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["task", *FIXED, "scope", "metric", "value"])
+    for table in board.tables:
+        for row in table.rows:
+            fixed, values = row[:len(FIXED)], row[len(FIXED):]
+            for (scope, name), value in zip(table.columns, values):
+                if value is not None:
+                    writer.writerow([table.task, *fixed, scope, name, value])
+    return out.getvalue()
