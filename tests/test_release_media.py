@@ -294,3 +294,54 @@ def test_the_build_step_refreezes_when_a_clip_changes_or_the_setting_flips(built
     said = freeze()
     assert said.startswith("ran") and not (release / "media").exists()
     assert freeze().startswith("up to date")
+
+
+def test_a_model_run_in_the_video_mode_sends_the_release_clips_and_is_scored(
+        media_project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end on a release frozen with media: `rescue run-model` in turn_video_audio sends each SSP
+    instance's context clips (the packed bytes, in attach order) and `rescue evaluate --run` scores the run
+    over the instances in that mode. tests/chat_server.py stands in for the remote model (no endpoint is
+    reachable from test machines); it answers with the gold strategy for every other instance."""
+    import base64
+
+    from tests.chat_server import ChatServer, Received, Reply
+
+    release = release_of(media_project)
+    records = {r["id"]: r for r in jsonl(release / "tasks" / "ssp.jsonl")}
+    gold = {r["id"]: r["gold"]["strategy_label"] for r in jsonl(release / "gold" / "ssp.jsonl")}
+    taking = sorted(i for i, r in records.items() if r["video_attachments"])
+    right = set(taking[::2])
+    sent: dict[str, list[bytes]] = {}
+
+    def respond(received: Received) -> Reply:
+        content = received.body["messages"][-1]["content"]
+        text = next(i["text"] for i in content if i["type"] == "text")
+        (target,) = json.loads(text.split("\n\n", 1)[1])["targets"]
+        turn = target["turn_id"]
+        sent[turn] = [base64.b64decode(i["video_url"]["url"].split(",", 1)[1]) for i in content
+                      if i["type"] == "video_url"]
+        label = gold[turn] if turn in right else next(x for x in SCHEMA.labels("support_strategy", "couple")
+                                                      if x != gold[turn])
+        return Reply(content=json.dumps({"sample_id": records[turn]["sample_id"],
+                                         "predictions": [{"turn_id": turn, "strategy_top3": [label]}]}))
+
+    if not (media_project.root / "annotation_schemas").exists():  # run-model reads the project's schema
+        shutil.copytree(REPO / "annotation_schemas", media_project.root / "annotation_schemas")
+    monkeypatch.setenv("RESCUE_TEST_MEDIA_RUN_KEY", "sk-test-media-run-0000")
+    with ChatServer(respond, api_key="sk-test-media-run-0000") as server:
+        ran = run(media_project, "run-model", "--task", "ssp", "--mode", "turn_video_audio", "--release",
+                  str(release), "--model", "stand-in", "--base-url", server.base_url,
+                  "--api-key-env", "RESCUE_TEST_MEDIA_RUN_KEY", "--out", str(tmp_path / "run"))
+        assert ran.exit_code == 0, ran.output
+        assert not server.errors
+    assert sorted(sent) == taking  # the instances without a context clip were not sent
+    for turn in taking:
+        assert sent[turn] == [(release / p).read_bytes() for p in records[turn]["video_attachments"]]
+    scored = run(media_project, "evaluate", "--run", str(tmp_path / "run"), "--release", str(release))
+    assert scored.exit_code == 0, scored.output
+    scores = json.loads((tmp_path / "run" / "scores.json").read_text())
+    assert scores["mode"] == "turn_video_audio"
+    overall = scores["scores"]["overall"]  # over the instances in this mode: the left-out ones are not misses
+    assert overall["instances"] == len(taking) and scores["left_out_by_mode"] == len(records) - len(taking) > 0
+    assert overall["recall_at_1"] == round(len(right) / len(taking), 4)  # reports keep 4 decimals
+
