@@ -12,6 +12,7 @@ import pytest
 from pipeline.errors import RescueError
 from pipeline.tasks.evaluate import evaluate, score_table
 from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, rank_metrics
+from pipeline.tasks.predictions import normalise_should_speak
 from pipeline.tasks.release import freeze_release
 from pipeline.tasks.settings import TaskSettings
 from tests.tasks_rows import SAMPLE_ID
@@ -54,6 +55,8 @@ def test_metric_functions_on_hand_cases() -> None:
     assert f1["macro_f1"] == 0.3333  # (0.6667 + 0) / 2
     assert macro_f1(["a", "b"], ["a", "zzz"], ["a", "b"])["per_label"].keys() == {"a", "b"}  # outside the set: ignored
     assert [intensity_score(p, 7) for p in (7, 5, 0, 10, None)] == [5, 3, 1, 2, 1]
+    assert [normalise_should_speak(v) for v in (1, 0, True, False, "0", " Yes ", 2, None, "")] == \
+        ["yes", "no", "yes", "no", "no", "yes", None, None, None]
 
 
 def test_itp_scores_and_every_kind_of_malformed_prediction(release: Path, tmp_path: Path) -> None:

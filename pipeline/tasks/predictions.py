@@ -62,6 +62,8 @@ class PredictionCheck:
 def normalise_should_speak(value: Any) -> str | None:
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, int):  # JSON 1 / 0; clean() would read 0 as empty
+        return {1: "yes", 0: "no"}.get(value)
     text = clean(value).lower()
     return "yes" if text in YES else "no" if text in NO else None
 
