@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from pipeline.cli.app import main
 from pipeline.errors import RescueError
-from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_UNANSWERED
+from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWERED
 from pipeline.project import Project
 from pipeline.runmodel.answers import normalised
 from pipeline.runmodel.batches import Batch, batch_request, make_batches
@@ -34,6 +34,7 @@ from pipeline.tasks.evaluate import evaluate
 from pipeline.tasks.manifest import MANIFEST, file_entry
 from pipeline.tasks.modes import VIDEO_MODE
 from pipeline.tasks.release import freeze_release
+from pipeline.tasks.runs import read_run, score_run
 from pipeline.tasks.settings import TaskSettings
 from tests.chat_server import ChatServer, Received, Reply
 from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
@@ -228,13 +229,48 @@ def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release:
         assert len(server.received) == 1  # the budget is spent by the first answer: nothing more is sent
         reasons = {u["reason"].split(":")[0] for u in lines(stopped.folder / RUN_UNANSWERED)}
         assert reasons == {"not_sent"} and stopped.record["counts"]["unanswered"] == 7
+        score_run(read_run(stopped.folder), release, text_similarity=False)
+        assert (stopped.folder / RUN_SCORES).is_file()
         done = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1),
                          SCHEMA, environ=ENV)
         assert len(server.received) == 4  # the three unsent requests only
-    assert done.folder == stopped.folder  # the budget changes no answer: the same run, now complete
+        assert done.folder == stopped.folder  # the budget changes no answer: the same run, now complete
+        assert not (done.folder / RUN_SCORES).exists()  # it scored the stopped run's answers: gone, not stale
+        scores = score_run(read_run(done.folder), release, text_similarity=False)
+        again = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1),
+                          SCHEMA, environ=ENV)
+        assert len(server.received) == 4 and again.folder == done.folder  # all from the cache
+        assert json.loads((done.folder / RUN_SCORES).read_text()) == scores  # same answers: the scores stand
     assert lines(done.folder / RUN_UNANSWERED) == []
     assert done.record["counts"]["cached"] == 1 and done.record["counts"]["answered"] == 10
     assert sorted(p["id"] for p in lines(done.folder / RUN_PREDICTIONS)) == sorted(truth)
+
+
+def test_a_run_never_writes_into_another_runs_folder_or_a_foreign_one(release: Path, tmp_path: Path) -> None:
+    truth = gold(release, "itp")
+
+    def respond(received: Received) -> Reply:
+        document = asked(received.body)
+        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
+            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
+
+    project, out = Project(tmp_path), tmp_path / "my-run"
+    with ChatServer(respond, api_key=KEY) as server:
+        first = run_model(project, release, "itp", "dialogue", settings(server), SCHEMA, environ=ENV, out=out)
+        kept = {p.name: p.read_bytes() for p in out.iterdir()}
+        with pytest.raises(RescueError) as other_run:  # another batch size: another run id
+            run_model(project, release, "itp", "dialogue", settings(server, batch_size=2), SCHEMA, environ=ENV,
+                      out=out)
+        assert first.record["run_id"] in other_run.value.message and "--out" in other_run.value.fix
+        foreign = tmp_path / "notes"
+        foreign.mkdir()
+        (foreign / "thesis.tex").write_text("mine")
+        sent = len(server.received)
+        with pytest.raises(RescueError, match="thesis.tex"):
+            run_model(project, release, "itp", "dialogue", settings(server), SCHEMA, environ=ENV, out=foreign)
+        assert len(server.received) == sent  # refused before anything was sent
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == kept
+    assert [p.name for p in foreign.iterdir()] == ["thesis.tex"]
 
 
 def test_answers_are_normalised_never_guessed() -> None:

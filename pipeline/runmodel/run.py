@@ -3,9 +3,11 @@
 The run id names the task, mode and model plus a hash of everything that changes the answers (endpoint,
 model, mode, prompt version, release manifest, batch size, limit, answer length, media form), so the same run
 lands in the same folder and a different one never overwrites it. Answers are cached by request hash
-(pipeline/llm): a run stopped by an error (endpoint down, budget) leaves no run folder but keeps its answers,
-and running it again sends only what is missing. The three files are each written atomically at the end,
-run.json last: a folder with run.json is a finished run.
+(pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps its answers, and
+running it again sends only what is missing; a run stopped by its budget is written with the rest `not_sent`,
+and running it again completes that folder. The three files are each written atomically at the end, run.json
+last: a folder with run.json is a finished run. A scores.json that no longer matches the answers is removed,
+and a folder holding another run or other files is never written.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from urllib.parse import urlsplit
 
 from pipeline import __version__
 from pipeline.errors import RescueError
-from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_UNANSWERED, run_dir
+from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWERED, run_dir
 from pipeline.llm.cache import AREA as CACHE_AREA
 from pipeline.llm.client import ChatAnswer, ChatClient, ChatRunStats
 from pipeline.project import Project
@@ -100,6 +102,13 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
     client = ChatClient(settings, project.build / CACHE_AREA, section=SECTION, environ=environ, sleep=sleep,
                         headers=settings.extra_headers)  # the key is checked here, before any clip is read
     batch_size = 1 if mode == VIDEO_MODE else settings.batch_size
+    config = {"task": task, "mode": mode, "model": settings.model, "endpoint": settings.endpoint,
+              "prompt_version": PROMPT_VERSION, "release": facts["manifest_sha256"], "batch_size": batch_size,
+              "limit": limit, "max_completion_tokens": settings.max_completion_tokens,
+              "media_base_url": settings.media_base_url, "video_fps": settings.video_fps}
+    run_id = f"{task}-{mode}-{_slug(settings.model)}-{sha256_json(config)[:10]}"
+    folder = out or run_dir(project, run_id)
+    _check_folder(folder, run_id)  # before anything is sent
     batches = make_batches(taking, batch_size)
     systems = {scenario: system_prompt(schema, task, scenario, mode) for scenario in {b.scenario for b in batches}}
     requests = [batch_request(task, mode, b, systems[b.scenario], release, settings) for b in batches]
@@ -107,12 +116,6 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
     result = read_all(task, batches, outcomes)
 
     media = "data URLs" if not settings.media_base_url else f"URLs on {host_of(settings.media_base_url)}"
-    config = {"task": task, "mode": mode, "model": settings.model, "endpoint": settings.endpoint,
-              "prompt_version": PROMPT_VERSION, "release": facts["manifest_sha256"], "batch_size": batch_size,
-              "limit": limit, "max_completion_tokens": settings.max_completion_tokens,
-              "media_base_url": settings.media_base_url, "video_fps": settings.video_fps}
-    run_id = f"{task}-{mode}-{_slug(settings.model)}-{sha256_json(config)[:10]}"
-    folder = out or run_dir(project, run_id)
     kinds = Counter(item["reason"].split(":", 1)[0] for item in result.unanswered)
     record = {
         "run_id": run_id, "task": task, "mode": mode, "model": settings.model,
@@ -141,10 +144,43 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+RUN_FILES = {RUN_PREDICTIONS, RUN_UNANSWERED, RUN_RECORD, RUN_SCORES}
+
+
+def _check_folder(folder: Path, run_id: str) -> None:
+    """Only this run's own folder is written: never another run's, never a folder holding other files."""
+    if not folder.is_dir():
+        return
+    strangers = sorted(p.name for p in folder.iterdir() if p.name not in RUN_FILES and not p.name.startswith("."))
+    if strangers:
+        raise RescueError(f"{folder} holds files that are not a model run's ({', '.join(strangers[:3])})",
+                          "pass --out a new or empty folder")
+    try:
+        other = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8")).get("run_id")
+    except FileNotFoundError:
+        return  # an unfinished run (no run.json): this run completes it
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        other = "an unreadable run.json"
+    if other != run_id:
+        raise RescueError(f"{folder} holds another run ({other}), not {run_id}",
+                          "pass --out a new folder, or move that run away first")
+
+
+def _text_of(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
 def _write_run(folder: Path, predictions: list[dict[str, Any]], unanswered: list[dict[str, str]],
                record: dict[str, Any]) -> None:
+    _check_folder(folder, record["run_id"])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RUN_RECORD).unlink(missing_ok=True)  # unfinished until run.json is back
-    write_text_atomic(folder / RUN_PREDICTIONS, _jsonl(predictions))
-    write_text_atomic(folder / RUN_UNANSWERED, _jsonl(unanswered))
+    answers, missing = _jsonl(predictions), _jsonl(unanswered)
+    if (_text_of(folder / RUN_PREDICTIONS), _text_of(folder / RUN_UNANSWERED)) != (answers, missing):
+        (folder / RUN_SCORES).unlink(missing_ok=True)  # scored the earlier answers: `rescue evaluate --run` again
+    write_text_atomic(folder / RUN_PREDICTIONS, answers)
+    write_text_atomic(folder / RUN_UNANSWERED, missing)
     write_text_atomic(folder / RUN_RECORD, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
