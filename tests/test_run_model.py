@@ -461,6 +461,15 @@ def test_cli_runs_and_reports(release: Path, tmp_path: Path, monkeypatch: pytest
     (run,) = (root / "build" / "runs").iterdir()
     assert len(lines(run / RUN_PREDICTIONS)) == 4 and json.loads((run / RUN_RECORD).read_text())["counts"][
         "instances"] == 4
+    # A --limit run is scored over the instances it answered, and said to be partial, not failed on the rest.
+    scored = runner.invoke(main, ["--root", str(root), "evaluate", "--run", str(run), "--release", str(release)])
+    assert scored.exit_code == 0, scored.output
+    assert "a --limit 4 run: scored over 4 of the 10 instances" in " ".join(scored.output.split())
+    scores = json.loads((run / "scores.json").read_text())
+    assert scores["scores"]["overall"]["instances"] == 4 and scores["left_out_by_limit"] == len(truth) - 4
+    assert scores["scores"]["overall"]["accuracy"] == 1.0 and scores["problems"]["counts"]["missing_instances"] == 0
+    board = runner.invoke(main, ["--root", str(root), "leaderboard"])
+    assert board.exit_code == 0 and "answered only the first instances (--limit)" in " ".join(board.output.split())
 
 
 def test_batches_stay_within_one_sample(release: Path) -> None:

@@ -197,6 +197,8 @@ def _print_run_notes(report: dict) -> None:
                                f"usable answer for (scored as missing): {reasons}"))
     if report.get("mode_note"):
         console.print(f"mode: {report['mode_note']}", highlight=False)
+    if report.get("limit_note"):
+        err_console.print(line(styled("partial", "yellow"), f" {report['limit_note']}"))
     judge = report.get("judge")
     if judge:
         console.print(f"judge {judge['model']} at {judge['endpoint_host']} ({judge['prompt_version']}): "

@@ -179,10 +179,11 @@ def _text_scorer(judge: JudgeOptions | None, text_similarity: bool) -> str:
 
 def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bool = True,
              judge: JudgeOptions | None = None, mode: str | None = None,
-             unanswered: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+             unanswered: list[dict[str, Any]] | None = None, limit: int | None = None) -> dict[str, Any]:
     """Scores per scenario and overall, plus a precise account of every problem in the predictions.
 
     `mode`: the input mode of a model run; in the video mode only instances that take part in it are scored.
+    `limit`: a run made with `--limit N` answered the task file's first N instances: only those are scored.
     `unanswered`: {"id", "reason"} of instances a run got no usable answer for (they count as missing;
     the predictions file may then be empty). `judge`: grade ER/VP text with an LLM judge."""
     inputs_list, gold_list = load_task_files(release, task)
@@ -190,6 +191,10 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
     gold = {r["id"]: r for r in gold_list}
     mode = canonical_mode(mode) if mode else None
     ids = [i for i in inputs if mode is None or in_mode(task, inputs[i], mode)]
+    in_the_mode = len(ids)
+    if limit:
+        covered = {r["id"] for r in inputs_list[:limit]}
+        ids = [i for i in ids if i in covered]
     check = check_predictions(task, predictions, inputs, allow_empty=unanswered is not None)
     _refuse_mostly_unknown(release, task, predictions, check.unknown_ids, check.lines)
     scored = set(ids)
@@ -212,6 +217,11 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
         if mode == VIDEO_MODE and len(ids) < len(inputs):
             report["mode_note"] = (f"{len(inputs) - len(ids)} of the {len(inputs)} {task.upper()} instances have no "
                                    f"clip to attach and are not part of {VIDEO_MODE}: scored over the other {len(ids)}")
+    if limit:
+        report["limit"] = limit
+        report["left_out_by_limit"] = in_the_mode - len(ids)
+        report["limit_note"] = (f"a --limit {limit} run: scored over {len(ids)} of the {in_the_mode} instances "
+                                "(the task file's first ones); not comparable with a run over the whole task")
     if left_unanswered is not None:
         report["unanswered"] = left_unanswered
     if task == "rpp":

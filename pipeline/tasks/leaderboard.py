@@ -109,6 +109,10 @@ def read_leaderboard(runs_dir: Path) -> Leaderboard:
         if task not in by_task:
             continue
         board.tables.append(_table(task, by_task[task]))
+        partial = sorted(str(r.get("run_id")) for r in by_task[task] if r.get("limit"))
+        if partial:
+            board.warnings.append(f"{task.upper()}: {', '.join(partial)} answered only the first instances "
+                                  "(--limit): its n is smaller; compare it only with runs of the same n")
         releases = sorted({_release(r) for r in by_task[task]})
         if len(releases) > 1:
             board.warnings.append(f"{task.upper()}: runs scored against {len(releases)} releases "

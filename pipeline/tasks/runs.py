@@ -122,6 +122,13 @@ def _task(run: ModelRun, given: str | None) -> str:
     return task
 
 
+def _limit(run: ModelRun) -> int | None:
+    """The N of a run made with `--limit N` (it answered the task file's first N instances), else None."""
+    settings = run.record.get("settings")
+    limit = settings.get("limit") if isinstance(settings, dict) else None
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
+
 def score_run(run: ModelRun, release: Path, *, task: str | None = None, text_similarity: bool = True,
               judge: JudgeOptions | None = None) -> dict[str, Any]:
     """Score the run against `release` and write scores.json into its folder (atomically); returns what it wrote."""
@@ -129,7 +136,7 @@ def score_run(run: ModelRun, release: Path, *, task: str | None = None, text_sim
     info, release_check = _check_release(run, release)
     mode = run.record.get("mode") if isinstance(run.record.get("mode"), str) else None
     report = evaluate(release, task, run.folder / RUN_PREDICTIONS, text_similarity=text_similarity, judge=judge,
-                      mode=mode, unanswered=run.unanswered)
+                      mode=mode, unanswered=run.unanswered, limit=_limit(run))
     report["unanswered"]["unreadable_lines"] = run.unreadable
     model = run.record.get("model")
     scores = {"format": SCORES_FORMAT, "run_id": run.folder.name, "task": task, "mode": mode or "unknown",
