@@ -169,6 +169,28 @@ def test_table3_without_family_sessions_says_n_a_not_zero(tmp_path: Path) -> Non
     assert (out / "stats/table3.md").read_text() == markdown
 
 
+def test_parquet_keeps_every_value_or_stores_the_column_as_json_text() -> None:
+    """The checks behind each Parquet file, on the value kinds that trip a typed column."""
+    import polars as pl
+
+    from pipeline.tasks.parquet_files import parquet_bytes, same_json
+
+    assert same_json({"a": 3, "b": None}, {"a": 3.0}) and same_json([{"x": 1}], [{"x": 1, "y": None}])
+    assert not same_json(True, 1) and not same_json("6", 6) and not same_json([1, 2], [2, 1])
+    records = [
+        {"id": "a", "score": 3, "flag": True, "views": [{"target": "B", "viewpoint": "v"}], "mixed": 7},
+        {"id": "b", "score": 2.5, "views": [{"target": "C", "source": "A", "viewpoint": "w"}], "mixed": "7"},
+        {"id": "c", "score": None, "flag": False, "views": [], "mixed": None, "only_here": {"k": [1, 2]}},
+    ]
+    data, as_json = parquet_bytes(records, "test.parquet")
+    assert as_json == ["mixed"]  # a number in one record, text in another: one type would change a value
+    read = pl.read_parquet(data).to_dicts()
+    for record, back in zip(records, read, strict=True):
+        back["mixed"] = None if back["mixed"] is None else json.loads(back["mixed"])
+        assert same_json(record, back), back
+    assert read[1]["score"] == 2.5 and read[0]["flag"] is True and read[1]["flag"] is None
+
+
 def test_parquet_files_hold_the_jsonl_records_exactly(frozen: Path) -> None:
     import polars as pl
     import pyarrow.parquet as pq
