@@ -85,6 +85,17 @@ def flip(value: str) -> str:
     return "no" if value == "yes" else "yes"
 
 
+def itp_truthful(truth: dict[str, dict[str, Any]]) -> Callable[[Received], Reply]:
+    """A stand-in model that answers every ITP target of a request with its gold."""
+
+    def respond(received: Received) -> Reply:
+        document = asked(received.body)
+        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
+            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
+
+    return respond
+
+
 def itp_responder(truth: dict[str, dict[str, Any]], first_id: str) -> Callable[[Received], Reply]:
     """Batches of 3 (couple: 3, 3, 2; family: 2), one kind of fault per batch; `first_id` opens the first."""
 
@@ -216,14 +227,8 @@ def test_ssp_drops_labels_outside_the_candidates_and_prompts_the_scenario_labels
 
 def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release: Path, tmp_path: Path) -> None:
     truth = gold(release, "itp")
-
-    def respond(received: Received) -> Reply:
-        document = asked(received.body)
-        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
-            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
-
     project = Project(tmp_path)
-    with ChatServer(respond, api_key=KEY) as server:
+    with ChatServer(itp_truthful(truth), api_key=KEY) as server:
         stopped = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1,
                                                                           max_total_tokens=1), SCHEMA, environ=ENV)
         assert len(server.received) == 1  # the budget is spent by the first answer: nothing more is sent
@@ -247,15 +252,8 @@ def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release:
 
 
 def test_a_run_never_writes_into_another_runs_folder_or_a_foreign_one(release: Path, tmp_path: Path) -> None:
-    truth = gold(release, "itp")
-
-    def respond(received: Received) -> Reply:
-        document = asked(received.body)
-        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
-            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
-
     project, out = Project(tmp_path), tmp_path / "my-run"
-    with ChatServer(respond, api_key=KEY) as server:
+    with ChatServer(itp_truthful(gold(release, "itp")), api_key=KEY) as server:
         first = run_model(project, release, "itp", "dialogue", settings(server), SCHEMA, environ=ENV, out=out)
         kept = {p.name: p.read_bytes() for p in out.iterdir()}
         with pytest.raises(RescueError) as other_run:  # another batch size: another run id
@@ -441,14 +439,8 @@ def test_cli_runs_and_reports(release: Path, tmp_path: Path, monkeypatch: pytest
     root = tmp_path / "project"
     shutil.copytree(Path(__file__).resolve().parents[1] / "annotation_schemas", root / "annotation_schemas")
     truth = gold(release, "itp")
-
-    def respond(received: Received) -> Reply:
-        document = asked(received.body)
-        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
-            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
-
     monkeypatch.setenv(KEY_ENV, KEY)
-    with ChatServer(respond, api_key=KEY) as server:
+    with ChatServer(itp_truthful(truth), api_key=KEY) as server:
         runner = CliRunner()
         ok = runner.invoke(main, ["--root", str(root), "run-model", "--task", "itp", "--mode", "audio",
                                   "--release", str(release), "--model", "stand-in", "--base-url", server.base_url,
