@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,18 +31,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chat_overhead import (CONCURRENCY, KEY, TABLE_HEAD, fastest, overhead_figures,  # noqa: E402  (siblings)
+                           overhead_row, run_bare, server_process, serve_until_closed)
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
 
 DOCS = ROOT / "docs" / "llm.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_llm.json"
 START, END = "<!-- bench_llm:start -->", "<!-- bench_llm:end -->"
-KEY_ENV, KEY = "BENCH_LLM_KEY", "sk-bench-local-only"
-CONCURRENCY = 8
+KEY_ENV = "BENCH_LLM_KEY"
 
 
 def serve(latency: float) -> None:
     """The server process: answer every request with the reference labels of its row after `latency` s."""
-    from tests.chat_server import ChatServer, Reply
+    from tests.chat_server import Reply
     from tests.test_preannotate_openai import Truth, row_id_asked
 
     truth = Truth("couple")
@@ -55,9 +55,7 @@ def serve(latency: float) -> None:
             answers[row_id] = json.dumps(truth.answer(received))
         return Reply(content=answers[row_id], delay_s=latency)
 
-    with ChatServer(answer, api_key=KEY, check_contract=False) as server:
-        print(server.base_url, flush=True)
-        sys.stdin.read()  # until the parent closes our stdin
+    serve_until_closed(answer)
 
 
 def payloads(count: int):  # noqa: ANN201
@@ -79,20 +77,6 @@ def payloads(count: int):  # noqa: ANN201
         distinct = ChatMessage(user.role, (*user.content[:-1], TextItem(f"{last.text} #{n}")))
         out.append(replace(request, messages=(*request.messages[:-1], distinct)))
     return out
-
-
-def run_bare(url: str, requests, settings) -> tuple[float, float]:  # noqa: ANN001
-    """(wall s, CPU s of this process) for the SDK alone; the client is made inside, as ours makes its own."""
-    import openai
-
-    bodies = [r.payload(settings.model, settings.max_completion_tokens) for r in requests]
-    began, cpu = time.perf_counter(), time.process_time()
-    sdk = openai.OpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=settings.timeout_s)
-    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        answers = list(pool.map(lambda body: sdk.chat.completions.create(**body).choices[0].message.content, bodies))
-    elapsed = time.perf_counter() - began, time.process_time() - cpu
-    assert all(answers)
-    return elapsed
 
 
 def run_ours(url: str, requests, settings) -> tuple[float, float]:  # noqa: ANN001
@@ -143,44 +127,22 @@ def isolated_overhead(requests, repeats: int) -> dict:  # noqa: ANN001
 def bench_latency(latency: float, count: int, repeats: int) -> dict:
     from pipeline.llm.settings import ChatSettings
 
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(latency)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        url = server.stdout.readline().strip()  # type: ignore[union-attr]
+    with server_process(__file__, latency) as url:
         settings = ChatSettings(base_url=url, model="stand-in", api_key_env=KEY_ENV, concurrency=CONCURRENCY)
         requests = payloads(count)
-        run_bare(url, requests[:16], settings)  # warm up: imports, connections
-        best = {name: (float("inf"), float("inf")) for name in ("bare", "ours")}
-        for _ in range(repeats):
-            for name, run in (("bare", run_bare), ("ours", run_ours)):
-                wall, cpu = run(url, requests, settings)
-                best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=30)
+        bodies = [r.payload(settings.model, settings.max_completion_tokens) for r in requests]
+        run_bare(url, bodies[:16], settings.timeout_s)  # warm up: imports, connections
+        best = fastest(repeats, {"bare": lambda: run_bare(url, bodies, settings.timeout_s),
+                                 "ours": lambda: run_ours(url, requests, settings)})
     prompt_kib = sum(len(json.dumps(r.payload("stand-in", 4096))) for r in requests) / len(requests) / 1024
-    return {"latency_s": latency, "requests": count, "prompt_kib": prompt_kib,
-            "bare_s": best["bare"][0], "ours_s": best["ours"][0], "bare_cpu_s": best["bare"][1],
-            "ours_cpu_s": best["ours"][1],
-            "bare_ms_per_request": best["bare"][0] / count * 1000,
-            "ours_ms_per_request": best["ours"][0] / count * 1000,
-            "overhead_ms_per_request": (best["ours"][0] - best["bare"][0]) / count * 1000,
-            "cpu_overhead_ms_per_request": (best["ours"][1] - best["bare"][1]) / count * 1000,
-            "ratio": best["ours"][0] / best["bare"][0], "cpu_ratio": best["ours"][1] / best["bare"][1]}
+    return overhead_figures(latency, count, prompt_kib, best)
 
 
 def markdown(result: dict) -> str:
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}, concurrency {CONCURRENCY}, "
              f"fastest of {result['repeats']} runs, alternating (local stand-in server in its own process):", "",
-             "| server latency | requests | prompt | wall per request: bare SDK / ours | overhead | wall ratio "
-             "| CPU per request: bare / ours | CPU overhead | CPU ratio |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in result["runs"]:
-        n = r["requests"]
-        lines.append(f"| {r['latency_s'] * 1000:.0f} ms | {n} | {r['prompt_kib']:.1f} KiB | "
-                     f"{r['bare_ms_per_request']:.2f} / {r['ours_ms_per_request']:.2f} ms | "
-                     f"{r['overhead_ms_per_request']:+.2f} ms | **{r['ratio']:.3f}** | "
-                     f"{r['bare_cpu_s'] / n * 1000:.2f} / {r['ours_cpu_s'] / n * 1000:.2f} ms | "
-                     f"{r['cpu_overhead_ms_per_request']:+.2f} ms | **{r['cpu_ratio']:.3f}** |")
+             TABLE_HEAD + " CPU ratio |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"{overhead_row(r)} **{r['cpu_ratio']:.3f}** |" for r in result["runs"]]
     iso = result["isolated"]
     lines += ["", f"Our own work per request, the SDK call replaced by a stub (hash of the request, cache lookup and "
               f"write, budget, threads; {iso['requests']} requests): **{iso['overhead_cpu_ms_per_request']:.2f} ms "

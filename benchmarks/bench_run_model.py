@@ -22,28 +22,28 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chat_overhead import (CONCURRENCY, KEY, TABLE_HEAD, fastest, overhead_figures,  # noqa: E402  (siblings)
+                           overhead_row, run_bare, server_process, serve_until_closed)
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
 
 DOCS = ROOT / "docs" / "run-model.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_run_model.json"
 START, END = "<!-- bench_run_model:start -->", "<!-- bench_run_model:end -->"
-KEY_ENV, KEY = "BENCH_RUN_MODEL_KEY", "sk-bench-local-only"
-CONCURRENCY, BATCH, TASK, MODE = 8, 5, "itp", "dialogue"
+KEY_ENV = "BENCH_RUN_MODEL_KEY"
+BATCH, TASK, MODE = 5, "itp", "dialogue"
 
 
 def serve(latency: float) -> None:
     """The server process: answer "yes" for every target of a request after `latency` s."""
-    from tests.chat_server import ChatServer, Reply
+    from tests.chat_server import Reply
 
     def answer(received):  # noqa: ANN001, ANN202
         text = received.body["messages"][-1]["content"]
@@ -52,9 +52,7 @@ def serve(latency: float) -> None:
             {"candidate_id": t["candidate_id"], "should_speak": "yes", "confidence": 0.5, "reason": "r"}
             for t in document["targets"]]}), delay_s=latency)
 
-    with ChatServer(answer, api_key=KEY, check_contract=False) as server:
-        print(server.base_url, flush=True)
-        sys.stdin.read()  # until the parent closes our stdin
+    serve_until_closed(answer)
 
 
 def release_folder() -> Path:
@@ -85,18 +83,6 @@ def payloads(release: Path, settings, instances: int) -> list[dict]:  # noqa: AN
             .payload(settings.model, settings.max_completion_tokens) for b in batches]
 
 
-def run_bare(url: str, bodies: list[dict], settings) -> tuple[float, float]:  # noqa: ANN001
-    import openai
-
-    began, cpu = time.perf_counter(), time.process_time()
-    sdk = openai.OpenAI(api_key=KEY, base_url=url, max_retries=0, timeout=settings.timeout_s)
-    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
-        answers = list(pool.map(lambda body: sdk.chat.completions.create(**body).choices[0].message.content, bodies))
-    elapsed = time.perf_counter() - began, time.process_time() - cpu
-    assert all(answers)
-    return elapsed
-
-
 def run_ours(release: Path, settings, instances: int) -> tuple[float, float]:  # noqa: ANN001
     from pipeline.project import Project
     from pipeline.runmodel.run import run_model
@@ -116,47 +102,23 @@ def run_ours(release: Path, settings, instances: int) -> tuple[float, float]:  #
 def bench_latency(release: Path, latency: float, instances: int, repeats: int) -> dict:
     from pipeline.runmodel.settings import RunModelSettings
 
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(latency)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    try:
-        url = server.stdout.readline().strip()  # type: ignore[union-attr]
+    with server_process(__file__, latency) as url:
         settings = RunModelSettings(base_url=url, model="stand-in", api_key_env=KEY_ENV, concurrency=CONCURRENCY,
                                     batch_size=BATCH)
         bodies = payloads(release, settings, instances)
-        run_bare(url, bodies[:16], settings)  # warm up: imports, connections
-        best = {name: (float("inf"), float("inf")) for name in ("bare", "ours")}
-        for _ in range(repeats):
-            for name, run in (("bare", lambda: run_bare(url, bodies, settings)),
-                              ("ours", lambda: run_ours(release, settings, instances))):
-                wall, cpu = run()
-                best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
-    finally:
-        server.stdin.close()  # type: ignore[union-attr]
-        server.wait(timeout=30)
-    n = len(bodies)
-    return {"latency_s": latency, "requests": n,
-            "prompt_kib": sum(len(json.dumps(b)) for b in bodies) / n / 1024,
-            "bare_s": best["bare"][0], "ours_s": best["ours"][0], "bare_cpu_s": best["bare"][1],
-            "ours_cpu_s": best["ours"][1], "bare_ms_per_request": best["bare"][0] / n * 1000,
-            "ours_ms_per_request": best["ours"][0] / n * 1000,
-            "overhead_ms_per_request": (best["ours"][0] - best["bare"][0]) / n * 1000,
-            "cpu_overhead_ms_per_request": (best["ours"][1] - best["bare"][1]) / n * 1000,
-            "ratio": best["ours"][0] / best["bare"][0], "cpu_ratio": best["ours"][1] / best["bare"][1]}
+        run_bare(url, bodies[:16], settings.timeout_s)  # warm up: imports, connections
+        best = fastest(repeats, {"bare": lambda: run_bare(url, bodies, settings.timeout_s),
+                                 "ours": lambda: run_ours(release, settings, instances)})
+    prompt_kib = sum(len(json.dumps(b)) for b in bodies) / len(bodies) / 1024
+    return overhead_figures(latency, len(bodies), prompt_kib, best)
 
 
 def markdown(result: dict) -> str:
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}: ITP, dialogue mode, batch size {BATCH}, "
              f"concurrency {CONCURRENCY}, fastest of {result['repeats']} runs, alternating (local stand-in server "
              "in its own process; `ours` = `run_model` from the release folder to the written run):", "",
-             "| server latency | requests | prompt | wall per request: bare SDK / ours | overhead | wall ratio "
-             "| CPU per request: bare / ours | CPU overhead |", "|---|---|---|---|---|---|---|---|"]
-    for r in result["runs"]:
-        n = r["requests"]
-        lines.append(f"| {r['latency_s'] * 1000:.0f} ms | {n} | {r['prompt_kib']:.1f} KiB | "
-                     f"{r['bare_ms_per_request']:.2f} / {r['ours_ms_per_request']:.2f} ms | "
-                     f"{r['overhead_ms_per_request']:+.2f} ms | **{r['ratio']:.3f}** | "
-                     f"{r['bare_cpu_s'] / n * 1000:.2f} / {r['ours_cpu_s'] / n * 1000:.2f} ms | "
-                     f"{r['cpu_overhead_ms_per_request']:+.2f} ms |")
+             TABLE_HEAD, "|---|---|---|---|---|---|---|---|"]
+    lines += [overhead_row(r) for r in result["runs"]]
     lines += ["", "Goal: wall ratio <= 1.05. Wall per request = wall time / requests (8 in flight); CPU = this "
               "process's CPU time (the server runs in another)."]
     return "\n".join(lines)
