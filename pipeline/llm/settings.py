@@ -66,3 +66,13 @@ class ChatSettings(BaseModel):
     def endpoint(self) -> str:
         """The base URL as records and hashes keep it (it holds no credentials: see the validator)."""
         return self.base_url
+
+    @property
+    def endpoint_host(self) -> str:
+        """host[:port] of the endpoint, for run records and output."""
+        return host_of(self.base_url)
+
+
+def host_of(url: str) -> str:
+    """host[:port] only: no scheme, no credentials, no path or query (they may hold secrets)."""
+    return urlsplit(url).netloc.rsplit("@", 1)[-1]

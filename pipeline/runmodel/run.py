@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pipeline import __version__
 from pipeline.errors import RescueError
 from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWERED, run_dir
 from pipeline.llm.cache import AREA as CACHE_AREA
 from pipeline.llm.client import ChatAnswer, ChatClient, ChatRunStats
+from pipeline.llm.settings import host_of
 from pipeline.project import Project
 from pipeline.runmodel.answers import read_all
 from pipeline.runmodel.batches import batch_request, make_batches
@@ -45,12 +45,6 @@ class RunResult:
     folder: Path
     record: dict[str, Any]  # what run.json holds
     stats: ChatRunStats
-
-
-def host_of(url: str) -> str:
-    """host[:port] only: no scheme, no credentials, no path or query (they may hold secrets)."""
-    parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
 def _slug(text: str) -> str:
@@ -119,7 +113,7 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
     kinds = Counter(item["reason"].split(":", 1)[0] for item in result.unanswered)
     record = {
         "run_id": run_id, "task": task, "mode": mode, "model": settings.model,
-        "endpoint_host": host_of(settings.base_url), "api_key_env": settings.api_key_env,
+        "endpoint_host": settings.endpoint_host, "api_key_env": settings.api_key_env,
         "extra_headers": sorted(settings.extra_headers), "media": media if mode == VIDEO_MODE else None,
         "prompt_version": PROMPT_VERSION, "schema": schema.id, "release": facts,
         "settings": {"batch_size": batch_size, "concurrency": settings.concurrency, "temperature": 0,

@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pipeline.llm.client import ChatClient, ChatRunStats, NotSent
 from pipeline.tasks.judge_prompt import JUDGE_PROMPT_VERSION, SCORE_FIELDS, VERDICTS, checkpoint, sample_request
@@ -43,8 +42,7 @@ class JudgeResult:
     stats: ChatRunStats = field(default_factory=ChatRunStats)
 
     def describe(self, settings: JudgeSettings) -> dict[str, Any]:
-        parts = urlsplit(settings.base_url)
-        return {"model": settings.model, "endpoint_host": parts.netloc, "prompt_version": JUDGE_PROMPT_VERSION,
+        return {"model": settings.model, "endpoint_host": settings.endpoint_host, "prompt_version": JUDGE_PROMPT_VERSION,
                 "requests": self.stats.requests, "answered": self.stats.answers, "from_cache": self.stats.cache_hits,
                 "tokens": self.stats.tokens, "judged": len(self.scores) - len(self.by_rule),
                 "floor_without_answer": len(self.by_rule), "unscored": self.unscored}
