@@ -36,7 +36,7 @@ from pipeline.runmodel.settings import SECTION, RunModelSettings
 from pipeline.schema import AnnotationSchema
 from pipeline.store import sha256_json, write_text_atomic
 from pipeline.tasks.instances import TASKS
-from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry
+from pipeline.tasks.manifest import MANIFEST_HASH, read_listed_jsonl, read_manifest
 from pipeline.tasks.modes import VIDEO_MODE, check_mode, in_mode, video_attachments
 
 
@@ -56,21 +56,8 @@ def task_records(release: Path, task: str) -> tuple[list[dict[str, Any]], dict[s
     release's version and manifest hash for run.json."""
     if task not in TASKS:
         raise RescueError(f"unknown task {task!r}", f"use one of {', '.join(TASKS)}")
-    try:
-        manifest = json.loads((release / MANIFEST).read_text(encoding="utf-8"))
-        listed = {e["path"]: e["sha256"] for e in manifest["files"]}
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
-                          "pass --release build/release/<version> (made by `rescue freeze`)") from exc
-    path = f"tasks/{task}.jsonl"
-    try:
-        data = (release / path).read_bytes()
-    except FileNotFoundError as exc:
-        raise RescueError(f"{release / path} is missing", f"run `rescue verify {release}`") from exc
-    if listed.get(path) != file_entry(path, data)["sha256"]:
-        raise RescueError(f"{release / path} differs from the release manifest",
-                          f"run `rescue verify {release}` and restore the published file")
-    records = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    manifest = read_manifest(release)
+    records = read_listed_jsonl(release, manifest, f"tasks/{task}.jsonl")
     facts = {"path": str(release), "version": manifest.get("release"), "manifest_sha256": manifest.get(MANIFEST_HASH)}
     return records, facts
 

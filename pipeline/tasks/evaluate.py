@@ -23,7 +23,7 @@ from pipeline.tasks.instances import TASKS
 from pipeline.tasks.judge import JudgeOptions, JudgeResult, judge_instances
 from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, mean, rank_metrics
 from pipeline.tasks.predictions import check_predictions
-from pipeline.tasks.manifest import MANIFEST, file_entry
+from pipeline.tasks.manifest import read_listed_jsonl, read_manifest
 from pipeline.tasks.modes import VIDEO_MODE, canonical_mode, in_mode
 from pipeline.tasks.stats import SCENARIOS
 
@@ -41,22 +41,9 @@ def load_task_files(release: Path, task: str) -> tuple[list[dict[str, Any]], lis
     """Model-facing and gold records of one task, after checking both files against MANIFEST.json."""
     if task not in TASKS:
         raise RescueError(f"unknown task {task!r}", f"use one of {', '.join(TASKS)}")
-    try:
-        listed = {e["path"]: e for e in json.loads((release / MANIFEST).read_text(encoding="utf-8"))["files"]}
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
-                          "pass --release build/release/<version> (made by `rescue freeze`)") from exc
-    records = []
-    for path in (f"tasks/{task}.jsonl", f"gold/{task}.jsonl"):
-        try:
-            data = (release / path).read_bytes()
-        except FileNotFoundError as exc:
-            raise RescueError(f"{release / path} is missing", f"run `rescue verify {release}`") from exc
-        if path not in listed or file_entry(path, data)["sha256"] != listed[path]["sha256"]:
-            raise RescueError(f"{release / path} differs from the release manifest",
-                              f"run `rescue verify {release}` and restore the published file")
-        records.append([json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()])
-    return records[0], records[1]
+    manifest = read_manifest(release)
+    return (read_listed_jsonl(release, manifest, f"tasks/{task}.jsonl"),
+            read_listed_jsonl(release, manifest, f"gold/{task}.jsonl"))
 
 
 def _refuse_mostly_unknown(release: Path, task: str, predictions: Path, unknown: list[dict[str, Any]],

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
+from pipeline.errors import RescueError
 from pipeline.store import sha256_json
 from pipeline.tasks.jsonio import pretty_bytes
 
@@ -30,3 +33,32 @@ def file_entry(path: str, data: bytes) -> dict[str, Any]:
 def manifest_bytes(content: dict[str, Any]) -> bytes:
     """The manifest with `manifest_sha256`: the sha256 of its canonical content without that key."""
     return pretty_bytes({**content, MANIFEST_HASH: sha256_json(content)})
+
+
+def read_manifest(release: Path) -> dict[str, Any]:
+    """A release folder's MANIFEST.json, or the error that says it is not one."""
+    try:
+        manifest = json.loads((release / MANIFEST).read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict) or not isinstance(manifest["files"], list):
+            raise TypeError("not a manifest")
+        return manifest
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError, KeyError,
+            TypeError) as exc:
+        raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
+                          "pass --release build/release/<version> (made by `rescue freeze`)") from exc
+
+
+def read_listed_jsonl(release: Path, manifest: dict[str, Any], path: str) -> list[dict[str, Any]]:
+    """The records of one JSONL file of the release, after checking its bytes against the manifest."""
+    try:
+        data = (release / path).read_bytes()
+        listed = {e["path"]: e["sha256"] for e in manifest["files"]}
+    except FileNotFoundError as exc:
+        raise RescueError(f"{release / path} is missing", f"run `rescue verify {release}`") from exc
+    except (KeyError, TypeError) as exc:
+        raise RescueError(f"{release / MANIFEST} lists its files without path and sha256",
+                          f"run `rescue verify {release}`") from exc
+    if listed.get(path) != file_entry(path, data)["sha256"]:
+        raise RescueError(f"{release / path} differs from the release manifest",
+                          f"run `rescue verify {release}` and restore the published file")
+    return [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]

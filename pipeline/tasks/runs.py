@@ -19,7 +19,7 @@ from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWE
 from pipeline.store import write_text_atomic
 from pipeline.tasks.evaluate import evaluate
 from pipeline.tasks.judge import JudgeOptions
-from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, read_manifest
 
 SCORES_FORMAT = "rescue-scores/1"
 
@@ -79,10 +79,10 @@ def read_run(folder: Path) -> ModelRun:
 
 def release_info(release: Path) -> dict[str, Any]:
     """{"version", "manifest_sha256", "path"} of a release folder, from its MANIFEST.json."""
+    manifest = read_manifest(release)
     try:
-        manifest = json.loads((release / MANIFEST).read_text(encoding="utf-8"))
         return {"version": manifest["release"], "manifest_sha256": manifest[MANIFEST_HASH], "path": str(release)}
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError) as exc:
+    except KeyError as exc:
         raise RescueError(f"{release} is not a release folder with a readable {MANIFEST}",
                           "pass --release build/release/<version> (made by `rescue freeze`)") from exc
 
