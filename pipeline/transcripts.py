@@ -11,6 +11,14 @@ from pipeline.store import read_jsonl, write_jsonl_atomic
 ROWS_FILE = "rows.jsonl"
 
 
+MIN_CLIP = 0.05  # seconds: a row's clip is never shorter (a zero-length cut would be an empty file)
+
+
+def clip_end(start: float, end: float, media_duration: float) -> float:
+    """Where a row's clip ends: the row's end, clipped to the session, at least MIN_CLIP after its start."""
+    return max(min(end, media_duration), start + MIN_CLIP)
+
+
 def rows_path(project: Project, session_id: str) -> Path:
     """build/transcripts/<session_id>/rows.jsonl: one TranscriptRow per line, in row_index order."""
     return project.session_dir("transcripts", session_id) / ROWS_FILE

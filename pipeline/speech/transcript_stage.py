@@ -18,7 +18,7 @@ from pipeline.speech.exports import TranscriptExport, write_exports
 from pipeline.speech.records import SpeakerAssignment, SpeakerTurn, SpeechSegment, TranscriptSummary
 from pipeline.speech.rows import Unit, build_rows
 from pipeline.speech.subtitles import cue_segments, read_subtitles
-from pipeline.transcripts import ROWS_FILE, write_rows
+from pipeline.transcripts import ROWS_FILE, clip_end, write_rows
 
 AREA = "transcripts"
 RECORD_NAME = "summary.json"
@@ -188,8 +188,7 @@ def cut_clips(project: Project, entry: CatalogEntry, rows: list[TranscriptRow], 
     spans, out = [], []
     for row in rows:
         name = f"{row.row_index:03d}.mp4"
-        end = min(row.end, media.duration)
-        spans.append(ffmpeg_adapter.ClipSpan(folder / name, row.start, max(end, row.start + 0.05)))
+        spans.append(ffmpeg_adapter.ClipSpan(folder / name, row.start, clip_end(row.start, row.end, media.duration)))
         out.append(row.model_copy(update={"clip": project.rel(final_dir / CLIPS_FOLDER / name)}))
     ffmpeg_adapter.cut_clips(project.abs(media.session_video), spans, has_video=media.video_stream is not None,
                              done=lambda cut: advance(cut, len(spans), "clips"))

@@ -18,17 +18,16 @@ from pipeline.project import Project
 from pipeline.records import SessionMedia
 from pipeline.store import sha256_json
 from pipeline.tasks.media import RowClip
-from pipeline.transcripts import read_rows, rows_path
+from pipeline.transcripts import clip_end, read_rows, rows_path
 
 TIME_TOLERANCE = 0.0005  # seconds: both sides hold the same float; this only absorbs a decimal round trip
-MIN_CLIP = 0.05  # the transcripts stage cuts at least this much (pipeline/speech/transcript_stage.py cut_clips)
 NO_MEDIA_FIX = ("freeze it text-only: `rescue freeze --no-media` (with --gold FILE), or release_media = false in "
                 "[tool.rescue.build] for `rescue build`")
 
 
 def clip_duration(start: float, end: float, media_duration: float) -> float:
-    """The span the transcripts stage cut for a row (the row, clipped to the session, at least MIN_CLIP)."""
-    return round(max(min(end, media_duration), start + MIN_CLIP) - start, 3)
+    """The span the transcripts stage cut for a row (seconds, 3 decimals)."""
+    return round(clip_end(start, end, media_duration) - start, 3)
 
 
 def _media_duration(project: Project, session_id: str) -> float:

@@ -12,7 +12,6 @@ without hard links, a link limit). Each packed file is hashed once, streamed, fo
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import RescueError
+from pipeline.store import sha256_file
 from pipeline.tasks.modes import ATTACHMENTS, VIDEO_TASKS
 
 MEDIA_FOLDER = "media"
@@ -100,11 +100,6 @@ class MediaRecords:
         return [self.record(task, r) for r in records]
 
 
-def _sha256(path: Path) -> str:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
 def _place(source: Path, target: Path, link: bool) -> bool:
     """Put `source` at `target`; True when hard-linked, False when copied."""
     if link:
@@ -129,5 +124,5 @@ def pack_clips(folder: Path, needed: Mapping[str, RowClip], *, link: bool = True
         except FileNotFoundError as exc:
             raise RescueError(f"clip {clip.source} is gone (it was there when the freeze began)",
                               "run `rescue build` again: it re-cuts the rows' clips and freezes") from exc
-        entries.append({"path": path, "sha256": _sha256(target), "bytes": target.stat().st_size, "rows": None})
+        entries.append({"path": path, "sha256": sha256_file(target), "bytes": target.stat().st_size, "rows": None})
     return PackedMedia(entries=tuple(entries), linked=linked, copied=len(entries) - linked)
