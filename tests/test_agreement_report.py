@@ -160,11 +160,16 @@ def test_values_outside_the_schema_name_the_record(project: Project, schema: Ann
 
 def test_cli_agree_and_its_one_line_error(project: Project, schema: AnnotationSchema) -> None:
     runner = CliRunner()
-    failed = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text"])
+    # `rescue agree` is the build's agree step; this project has annotations but no catalog to build
+    as_step = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text"])
+    assert as_step.exit_code == 1 and "the catalog lists no sessions" in as_step.stderr
+    assert "rescue agree --standalone" in as_step.stderr
+    failed = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text", "--standalone"])
     assert failed.exit_code == 1 and "error: no annotation snapshot" in failed.output
     assert "Traceback" not in failed.output
     store(project, synthetic(schema, sessions=2))
-    done = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text", "--bootstrap", "20"])
+    done = runner.invoke(main, ["--root", str(project.root), "agree", "--no-text", "--bootstrap", "20",
+                                "--standalone"])
     assert done.exit_code == 0, done.output
     assert "build/agreement/report.html" in done.output
     assert (project.build / "agreement" / "report.json").is_file()

@@ -315,12 +315,13 @@ def test_the_push_and_pull_commands(ls_server: LiveServer, pushed: dict) -> None
     from pipeline.cli import main
 
     runner = CliRunner()
-    result = runner.invoke(main, ["--root", str(ls_server.project.root), "push"])
+    result = runner.invoke(main, ["--root", str(ls_server.project.root), "push", "--standalone"])
     assert result.exit_code == 0, result.stderr
+    assert "standalone run (--standalone): no build state recorded" in result.stdout
     for email in TEAM:
         assert f"couple / {email}: 0 task(s) imported, " in result.stdout
     assert "0 duplicate(s)" in result.stdout and "no annotators yet" not in result.stdout
-    result = runner.invoke(main, ["--root", str(ls_server.project.root), "pull"])
+    result = runner.invoke(main, ["--root", str(ls_server.project.root), "pull", "--standalone"])
     assert result.exit_code == 0, result.stderr
     snapshot = re.search(r"snapshot (\d{8}T\d{6}Z) -> (\S+)/", result.stdout)
     assert snapshot and (ls_server.project.root / snapshot.group(2) / ANNOTATIONS_FILE).exists()

@@ -157,6 +157,39 @@ def test_second_build_does_no_work_and_says_so(corpus: Project) -> None:
     assert {name: tree_digest(corpus.build / name) for name in watched} == before
 
 
+def rescue(project: Project, *args: str) -> str:
+    result = CliRunner().invoke(main, ["--root", str(project.root), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_single_step_commands_are_the_builds_steps(corpus: Project) -> None:
+    """`rescue push|pull|adjudicate|agree|gold` run `rescue build --only STEP`: the same plan, state and checks."""
+    watched = ("release", "gold", "agreement", "annotations", "adjudication")
+    before = {name: tree_digest(corpus.build / name) for name in watched}
+    for step in ("push", "pull", "adjudicate", "agree", "gold"):
+        output = rescue(corpus, step)
+        assert f"{step}: up to date" in output, (step, output)
+        assert "server: not needed - Label Studio's database is unchanged" in output, (step, output)
+        assert "freeze:" not in output  # only the named step and what it needs
+    assert {name: tree_digest(corpus.build / name) for name in watched} == before
+    assert server.running(server.ServerPaths.of(corpus)) is None
+
+    agree_state = (corpus.build / "state" / "corpus" / "agree.json").read_bytes()
+    (snapshot,) = [p.name for p in (corpus.build / "annotations").iterdir()]
+    output = rescue(corpus, "agree", "--snapshot", snapshot, "--bootstrap", "0")
+    assert "standalone run (--snapshot): no build state recorded" in output
+    assert (corpus.build / "state" / "corpus" / "agree.json").read_bytes() == agree_state
+
+    (corpus.build / "agreement" / "report.html").unlink()  # damaged: the command reruns the step and records it
+    output = rescue(corpus, "agree")
+    assert "agree: ran" in output and "not what the last run wrote" in output
+    assert (corpus.build / "agreement" / "report.html").is_file()
+    assert (corpus.build / "state" / "corpus" / "agree.json").read_bytes() != agree_state
+    again = build(corpus)  # the state the command recorded is the build's: nothing left to do
+    assert "Nothing to do: every corpus step is up to date." in again and "agree: up to date" in again
+
+
 def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus: Project,
                                                                           labelstudio_template: Path) -> None:
     old_release = instance_lines(corpus.build / "release" / "v1")

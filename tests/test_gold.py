@@ -169,9 +169,9 @@ def test_cli_adjudicate_and_gold(project: Project, schema: AnnotationSchema) -> 
     sessions = make_sessions(1, family_share=0.0, rows_couple=5)
     prepare(project, schema, sessions, list(make_annotations(schema, sessions, ANNOTATORS, agreement=1.0)))
     runner = CliRunner()
-    adjudicated = runner.invoke(main, ["--root", str(project.root), "adjudicate", "--no-text"])
+    adjudicated = runner.invoke(main, ["--root", str(project.root), "adjudicate", "--no-text", "--standalone"])
     assert adjudicated.exit_code == 0, adjudicated.output
     assert "0 field(s) of 0 row(s) need an adjudicator" in adjudicated.output
-    golden = runner.invoke(main, ["--root", str(project.root), "gold", "--no-text"])
+    golden = runner.invoke(main, ["--root", str(project.root), "gold", "--no-text", "--standalone"])
     assert golden.exit_code == 0, golden.output
     assert "gold: 1 session(s)" in golden.output

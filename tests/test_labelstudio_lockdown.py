@@ -225,8 +225,8 @@ PASSWORD = "hunter2-Secret"
 def _runs(project: Project) -> dict[str, str]:
     runner = CliRunner()
     outputs = {}
-    for args in (["labelstudio", "status"], ["push"], ["pull"], ["annotators", "add", "x@example.org"],
-                 ["annotators", "list"]):
+    for args in (["labelstudio", "status"], ["push", "--standalone"], ["pull", "--standalone"],
+                 ["annotators", "add", "x@example.org"], ["annotators", "list"]):
         result = runner.invoke(main, ["--root", str(project.root), *args])
         assert result.exit_code == 1, (args, result.output)
         outputs[" ".join(args)] = result.output

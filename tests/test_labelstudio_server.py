@@ -77,9 +77,9 @@ def _one_error(err: str) -> tuple[str, str]:
     return lines[0], lines[1]
 
 
-def test_push_without_a_running_server_says_how_to_start_it(cli_project: Project) -> None:
+def test_standalone_push_without_a_running_server_says_how_to_start_it(cli_project: Project) -> None:
     server.stop(server.ServerPaths.of(cli_project))
-    code, _, err = rescue(cli_project, "push")
+    code, _, err = rescue(cli_project, "push", "--standalone")
     error, fix = _one_error(err)
     assert code == 1
     assert error == "error: the embedded Label Studio server is not running"
@@ -91,18 +91,18 @@ def test_external_server_down_or_wrong_token_is_one_clear_line(cli_project: Proj
     state = server.start_project_server(cli_project, server_settings(cli_project))
     monkeypatch.setenv("LABEL_STUDIO_URL", state.url)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "0" * 40)
-    code, _, err = rescue(cli_project, "pull")
+    code, _, err = rescue(cli_project, "pull", "--standalone")
     error, fix = _one_error(err)
     assert code == 1 and f"Label Studio at {state.url} refused the API token (401)" in error
     assert "LABEL_STUDIO_API_KEY" in fix
 
     monkeypatch.setenv("LABEL_STUDIO_URL", f"http://127.0.0.1:{server.free_port()}")
-    code, _, err = rescue(cli_project, "push")
+    code, _, err = rescue(cli_project, "push", "--standalone")
     error, fix = _one_error(err)
     assert code == 1 and "cannot reach Label Studio at http://127.0.0.1:" in error and "LABEL_STUDIO_URL" in fix
 
     monkeypatch.delenv("LABEL_STUDIO_API_KEY")
-    code, _, err = rescue(cli_project, "pull")
+    code, _, err = rescue(cli_project, "pull", "--standalone")
     error, fix = _one_error(err)
     assert "LABEL_STUDIO_API_KEY is not" in error and "export LABEL_STUDIO_API_KEY" in fix
 

@@ -8,25 +8,44 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.cli.aliases import run_corpus_step, say_standalone, standalone_option, standalone_reason
 from pipeline.cli.console import console, err_console
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
 
 _snapshot = click.option("--snapshot", default=None, metavar="NAME",
-                         help="Annotation snapshot folder under build/annotations/ (default: the newest).")
+                         help="Annotation snapshot folder under build/annotations/ (default: the newest; "
+                              "standalone).")
 _skip = click.option("--skip-other-versions", is_flag=True,
-                     help="Leave out records of another schema version instead of stopping (they are counted).")
+                     help="Leave out records of another schema version instead of stopping (they are counted; "
+                          "standalone).")
 _no_text = click.option("--no-text", is_flag=True,
                         help="Skip the text model: free-text fields are not compared (agree) or must match exactly "
-                             "(adjudicate, gold).")
+                             "(adjudicate, gold); the settings' text_similarity = false for this run.")
+
+def _overrides(ctx: click.Context, **flags: Any):  # noqa: ANN202 - SettingsOverrides, imported lazily
+    """This run's overrides with the flags given (None = not given) under `[tool.rescue.agreement]`."""
+    from pipeline.settings import SettingsOverrides
+
+    return overrides_of(ctx) | SettingsOverrides.of("agreement", flags)
 
 
 def _settings(ctx: click.Context, **flags: Any):  # noqa: ANN202 - AgreementSettings, imported lazily
     """`[tool.rescue.agreement]` with the flags given (None = not given) as overrides of this run."""
-    from pipeline.settings import SettingsOverrides, load_settings
+    from pipeline.settings import load_settings
 
-    overrides = overrides_of(ctx) | SettingsOverrides.of("agreement", flags)
-    return load_settings(project_of(ctx).root, overrides).agreement
+    return load_settings(project_of(ctx).root, _overrides(ctx, **flags)).agreement
+
+
+def _as_build_step(ctx: click.Context, step: str, standalone: bool, one_off: dict[str, object],
+                   **flags: Any) -> bool:
+    """Run the build's step unless the command runs standalone (said so); True when it ran as the build's."""
+    reason = standalone_reason(standalone, one_off)
+    if reason is None:
+        run_corpus_step(project_of(ctx), step, _overrides(ctx, **flags))
+        return True
+    say_standalone(reason)
+    return False
 
 
 class _Bar:
@@ -50,14 +69,24 @@ class _Bar:
               help="Bootstrap resamples for the intervals (default from settings: 1000; 0 = none).")
 @click.option("--seed", type=int, default=None, help="Bootstrap seed (default from settings; recorded in the report).")
 @click.option("--open", "open_report", is_flag=True, help="Open report.html in the default browser afterwards.")
+@standalone_option
 @click.pass_context
 @writer
 def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool, bootstrap: int | None,
-          seed: int | None, open_report: bool) -> None:
-    """Inter-annotator agreement per field, scenario, session, annotator and pair -> build/agreement/."""
+          seed: int | None, open_report: bool, standalone: bool) -> None:
+    """Inter-annotator agreement per field, scenario, session, annotator and pair -> build/agreement/.
+
+    This is `rescue build --only agree`: the steps it needs first where out of date (the server is opened only
+    when something there can have changed), its state recorded, skipped when up to date. Standalone
+    (--standalone, --snapshot or --skip-other-versions): that snapshot as it is, no build state recorded."""
     from pipeline.agreement.agree import run_agree
 
     project = project_of(ctx)
+    if _as_build_step(ctx, "agree", standalone, {"--snapshot": snapshot, "--skip-other-versions": skip_other_versions},
+                      text_similarity=False if no_text else None, bootstrap_samples=bootstrap, seed=seed):
+        if open_report:
+            click.launch(str(project.build / "agreement" / "report.html"))
+        return
     settings = _settings(ctx, bootstrap_samples=bootstrap, seed=seed)
     bar = _Bar()
     with bar.progress:
@@ -81,17 +110,25 @@ def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, n
 @click.option("--pull", "pull_answers", is_flag=True,
               help="First fetch the adjudicators' answers from the Label Studio adjudication projects.")
 @click.option("--push/--no-push", "push_queue", default=False, show_default=True,
-              help="Also put the queue into a Label Studio adjudication project (one per scenario).")
+              help="Also put the queue into a Label Studio adjudication project (one per scenario; standalone).")
+@standalone_option
 @click.pass_context
 @writer
 def adjudicate(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool,
-               pull_answers: bool, push_queue: bool) -> None:
+               pull_answers: bool, push_queue: bool, standalone: bool) -> None:
     """Settle agreeing answers by consensus; write the rest to build/adjudication/queue.jsonl.
 
-    Answers given in the adjudication projects (fetched with --pull) win over the annotators'."""
+    Answers given in the adjudication projects win over the annotators'. This is `rescue build --only
+    adjudicate`: when the server is opened, the queue goes there and the answers come back. Standalone
+    (--standalone, --snapshot, --skip-other-versions, --pull, --push): --pull fetches the answers first,
+    --push puts the queue there; no build state recorded."""
     from pipeline.agreement.gold import run_adjudicate
 
     project = project_of(ctx)
+    if _as_build_step(ctx, "adjudicate", standalone,
+                      {"--snapshot": snapshot, "--skip-other-versions": skip_other_versions, "--pull": pull_answers,
+                       "--push": push_queue}, text_similarity=False if no_text else None):
+        return
     settings = _settings(ctx, text_similarity=False if no_text else None)
     if pull_answers:
         from pipeline.agreement.queue_labelstudio import pull_adjudications
@@ -118,13 +155,20 @@ def adjudicate(ctx: click.Context, snapshot: str | None, skip_other_versions: bo
 @_snapshot
 @_skip
 @_no_text
+@standalone_option
 @click.pass_context
 @writer
-def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool) -> None:
-    """Write settled sessions as gold rows (benchmark format) with per-field provenance -> build/gold/."""
+def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no_text: bool, standalone: bool) -> None:
+    """Write settled sessions as gold rows (benchmark format) with per-field provenance -> build/gold/.
+
+    This is `rescue build --only gold` (adjudicate and what it needs first, where out of date). Standalone
+    (--standalone, --snapshot or --skip-other-versions): that snapshot as it is, no build state recorded."""
     from pipeline.agreement.gold import run_gold
 
     project = project_of(ctx)
+    if _as_build_step(ctx, "gold", standalone, {"--snapshot": snapshot, "--skip-other-versions": skip_other_versions},
+                      text_similarity=False if no_text else None):
+        return
     settings = _settings(ctx, text_similarity=False if no_text else None)
     with err_console.status("settling answers and writing gold rows..."):
         summary = run_gold(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)

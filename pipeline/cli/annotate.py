@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.cli.aliases import run_corpus_step, say_standalone, standalone_option, standalone_reason
 from pipeline.cli.console import console, err_console, line, styled
 from pipeline.cli.lock import writer
-from pipeline.cli.options import project_of
+from pipeline.cli.options import overrides_of, project_of
 from pipeline.project import Project
 
 
@@ -123,15 +124,26 @@ def annotators_list(ctx: click.Context) -> None:
 @click.command("push")
 @click.argument("session_ids", nargs=-1)
 @click.option("--full-check", is_flag=True,
-              help="List every task on the server instead of trusting the local copy of the last listing.")
+              help="List every task on the server instead of trusting the local copy of the last listing "
+                   "(standalone).")
+@standalone_option
 @click.pass_context
 @writer
-def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> None:
+def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool, standalone: bool) -> None:
     """Import transcript rows as Label Studio tasks: one project per scenario and annotator, each with every row
-    (only rows without a task there are imported), so annotators label independently."""
+    (only rows without a task there are imported), so annotators label independently.
+
+    This is `rescue build --only push`: the rows' steps first where out of date, the server opened by the build
+    (a running one, LABEL_STUDIO_URL, or the embedded one started and stopped again). Standalone (--standalone,
+    SESSION ids or --full-check): the rows there are now, to the server that runs now (`rescue labelstudio up`)."""
     from pipeline.annotate.push import draft_notes, push_rows
 
     project = project_of(ctx)
+    reason = standalone_reason(standalone, {"SESSION ids": session_ids, "--full-check": full_check})
+    if reason is None:
+        run_corpus_step(project, "push", overrides_of(ctx))
+        return
+    say_standalone(reason)
     progress = Progress(TextColumn("push {task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
     bars: dict[str, int] = {}
@@ -162,13 +174,22 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool) -> 
 
 
 @click.command("pull")
+@standalone_option
 @click.pass_context
 @writer
-def pull(ctx: click.Context) -> None:
-    """Export the annotations, store them as a new snapshot and parse them into validated records."""
+def pull(ctx: click.Context, standalone: bool) -> None:
+    """Export the annotations, store them as a new snapshot and parse them into validated records.
+
+    This is `rescue build --only pull` (push first where out of date; a new snapshot only when the exports or
+    the rows changed). Standalone (--standalone): a snapshot of the server that runs now."""
     from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations
 
     project = project_of(ctx)
+    if standalone:
+        say_standalone("--standalone")
+    else:
+        run_corpus_step(project, "pull", overrides_of(ctx))
+        return
     with err_console.status("exporting annotations from Label Studio..."):
         summary = pull_annotations(project)
     for part in summary.projects:
