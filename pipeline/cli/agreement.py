@@ -23,6 +23,7 @@ _no_text = click.option("--no-text", is_flag=True,
                         help="Skip the text model: free-text fields are not compared (agree) or must match exactly "
                              "(adjudicate, gold); the settings' text_similarity = false for this run.")
 
+
 def _overrides(ctx: click.Context, **flags: Any):  # noqa: ANN202 - SettingsOverrides, imported lazily
     """This run's overrides with the flags given (None = not given) under `[tool.rescue.agreement]`."""
     from pipeline.settings import SettingsOverrides
