@@ -49,6 +49,8 @@ def test_the_form_shows_real_context_times_label_definitions_and_the_item_instru
             assert len(before) == 2
             for row in before:
                 line = page.locator("p", has_text=row.text).filter(has_text=f"{clock(row.start)}-{clock(row.end)}")
+                # the context can render after the fields (seen under load), and count() does not wait for it
+                line.first.wait_for()
                 assert line.count() == 1 and line.is_visible()
                 assert f"{row.speaker}:" in line.inner_text()
             assert page.locator(".lsf-paragraphs").count() == 0
