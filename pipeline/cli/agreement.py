@@ -8,7 +8,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.cli.aliases import run_corpus_step, say_standalone, standalone_option, standalone_reason
+from pipeline.cli.aliases import ran_as_build_step, standalone_option
 from pipeline.cli.console import console, err_console
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
@@ -40,13 +40,8 @@ def _settings(ctx: click.Context, **flags: Any):  # noqa: ANN202 - AgreementSett
 
 def _as_build_step(ctx: click.Context, step: str, standalone: bool, one_off: dict[str, object],
                    **flags: Any) -> bool:
-    """Run the build's step unless the command runs standalone (said so); True when it ran as the build's."""
-    reason = standalone_reason(standalone, one_off)
-    if reason is None:
-        run_corpus_step(project_of(ctx), step, _overrides(ctx, **flags))
-        return True
-    say_standalone(reason)
-    return False
+    """`ran_as_build_step` with the flags given as `[tool.rescue.agreement]` overrides."""
+    return ran_as_build_step(project_of(ctx), step, _overrides(ctx, **flags), standalone, one_off)
 
 
 class _Bar:

@@ -56,6 +56,14 @@ def standalone_reason(standalone: bool, one_off: Mapping[str, object]) -> str | 
     return next((label for label, value in one_off.items() if value not in (None, False, ())), None)
 
 
-def say_standalone(reason: str) -> None:
+def ran_as_build_step(project: Project, step: str, overrides: SettingsOverrides, standalone: bool,
+                      one_off: Mapping[str, object]) -> bool:
+    """Run the build's `step` unless the command runs standalone (`standalone_reason`: said so on the console);
+    True when it ran as the build's step, False when the caller runs the function itself."""
+    reason = standalone_reason(standalone, one_off)
+    if reason is None:
+        run_corpus_step(project, step, overrides)
+        return True
     console.print(f"standalone run ({reason}): no build state recorded; the next `rescue build` checks this step "
                   "again", highlight=False)
+    return False

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pipeline.cli.aliases import run_corpus_step, say_standalone, standalone_option, standalone_reason
+from pipeline.cli.aliases import ran_as_build_step, standalone_option
 from pipeline.cli.console import console, err_console, line, styled
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
@@ -139,11 +139,9 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool, sta
     from pipeline.annotate.push import draft_notes, push_rows
 
     project = project_of(ctx)
-    reason = standalone_reason(standalone, {"SESSION ids": session_ids, "--full-check": full_check})
-    if reason is None:
-        run_corpus_step(project, "push", overrides_of(ctx))
+    if ran_as_build_step(project, "push", overrides_of(ctx), standalone,
+                         {"SESSION ids": session_ids, "--full-check": full_check}):
         return
-    say_standalone(reason)
     progress = Progress(TextColumn("push {task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
     bars: dict[str, int] = {}
@@ -185,10 +183,7 @@ def pull(ctx: click.Context, standalone: bool) -> None:
     from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations
 
     project = project_of(ctx)
-    if standalone:
-        say_standalone("--standalone")
-    else:
-        run_corpus_step(project, "pull", overrides_of(ctx))
+    if ran_as_build_step(project, "pull", overrides_of(ctx), standalone, {}):
         return
     with err_console.status("exporting annotations from Label Studio..."):
         summary = pull_annotations(project)

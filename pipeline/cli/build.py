@@ -6,11 +6,11 @@ import sys
 
 import click
 
+from pipeline.cli.aliases import run_stages
 from pipeline.cli.console import console, err_console
 from pipeline.cli.executor import with_executor
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
-from pipeline.cli.aliases import run_stages
 from pipeline.executors.base import Executor
 
 jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
+from pipeline.cli.aliases import run_stages
 from pipeline.cli.console import console
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
-from pipeline.cli.aliases import run_stages
 from pipeline.errors import RescueError
 from pipeline.preannotate.settings import BACKEND_NAMES
 from pipeline.settings import SettingsOverrides

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
+from pipeline.cli.aliases import run_stages
 from pipeline.cli.console import console
 from pipeline.cli.executor import with_executor
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
-from pipeline.cli.aliases import run_stages
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 
 _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
