@@ -122,15 +122,15 @@ def test_rpp_reads_relation_pattern_where_a_sample_has_no_relation_cycle_state()
                                                                          (6, "repair_softening")]
     assert family[0].meta["reason"] == "both raise their voices" and family[0].meta["evidence_rows"] == [1]
     couple = [i.row_index for i in result.instances["rpp"] if i.sample_id == SAMPLE_ID]
-    assert couple == [3, 5, 12]        # unchanged: row 2's relation_pattern is not read (the sample has states)
-    assert result.label_sources == {SAMPLE_ID: "relation_cycle_state", PATTERN_ONLY: "relation_pattern"}
+    assert couple == [3, 5, 12]        # unchanged: row 2's relation_pattern is on a client row, not an RPP row
+    assert result.label_sources == {SAMPLE_ID: {"relation_cycle_state": 3}, PATTERN_ONLY: {"relation_pattern": 2}}
 
 
 def test_rpp_label_fields_setting_and_the_no_instance_warning() -> None:
     only_state = TaskSettings(rpp={"label_fields": ["relation_cycle_state"]})
     result = build_tasks([session(), pattern_only_session()], only_state, SCHEMA)
     assert [i.sample_id for i in result.instances["rpp"]] == [SAMPLE_ID] * 3
-    assert result.label_sources[PATTERN_ONLY] == ""
+    assert result.label_sources[PATTERN_ONLY] == {}
     assert result.dropped["rpp"]["the sample sets none of the relation label fields (relation_cycle_state)"] == 3
     assert PATTERN_ONLY in result.without_instances["rpp"]
     with pytest.raises(ValueError, match="label_fields"):
@@ -143,12 +143,13 @@ def test_freeze_records_label_sources_and_warns_per_sample_and_task(tmp_path: Pa
     gold = write_gold(tmp_path / "gold.jsonl", [session(), family_session(), pattern_only_session()])
     result = run(tmp_path, "freeze", "--gold", str(gold))
     assert result.exit_code == 0, result.output
-    assert f"rpp labels: relation_cycle_state in 2 sample(s), relation_pattern in 1 sample(s) ({PATTERN_ONLY})" \
-        in result.output
+    assert (f"rpp labels per row: relation_cycle_state 5 in 2 sample(s), relation_pattern 2 in 1 sample(s) "
+            f"({PATTERN_ONLY}: 2)") in result.output
     assert f"warning {PATTERN_ONLY}: no ER instance" in result.output     # no row carries an emotion
     manifest = json.loads((tmp_path / "build/release/v1/MANIFEST.json").read_text())
-    assert manifest["coverage"]["rpp_label_sources"] == {
-        "relation_cycle_state": sorted([SAMPLE_ID, "family_therapy/006/merged"]), "relation_pattern": [PATTERN_ONLY]}
+    assert manifest["coverage"]["rpp_label_rows"] == {
+        "family_therapy/004/merged": {"relation_pattern": 2}, "family_therapy/006/merged": {"relation_cycle_state": 2},
+        SAMPLE_ID: {"relation_cycle_state": 3}}
     assert PATTERN_ONLY in manifest["coverage"]["samples_without_instances"]["er"]
     assert manifest["instances"]["rpp"]["family_samples"] == 2
 

@@ -25,7 +25,7 @@ class TaskBuild:
     dropped: dict[TaskName, dict[str, int]]
     views: tuple[SessionView, ...]
     schema: AnnotationSchema
-    label_sources: dict[str, str]  # sample -> the field its RPP labels came from ("" = none of rpp.label_fields)
+    label_sources: dict[str, dict[str, int]]  # sample -> {label field: RPP instances it supplied}, per row
 
     @property
     def without_instances(self) -> dict[TaskName, tuple[str, ...]]:
@@ -35,8 +35,8 @@ class TaskBuild:
 
 
 def build_session(view: SessionView, settings: TaskSettings
-                  ) -> tuple[dict[TaskName, tuple[list[TaskInstance], Counter]], str]:
-    """Every task's instances and drop reasons for one session, and the field its RPP labels came from."""
+                  ) -> tuple[dict[TaskName, tuple[list[TaskInstance], Counter]], Counter]:
+    """Every task's instances and drop reasons for one session, and how many RPP labels each field gave."""
     rpp, rpp_dropped, source = build_rpp(view, settings.rpp)
     return {
         "er": build_er(view, settings.er),
@@ -53,9 +53,10 @@ def build_tasks(sessions: Sequence[BenchmarkSession], settings: TaskSettings, sc
     views = tuple(session_view(s, schema) for s in sorted(sessions, key=lambda s: s.sample_id))
     instances: dict[TaskName, list[TaskInstance]] = {task: [] for task in TASKS}
     dropped: dict[TaskName, Counter] = {task: Counter() for task in TASKS}
-    label_sources: dict[str, str] = {}
+    label_sources: dict[str, dict[str, int]] = {}
     for view in views:
-        built_session, label_sources[view.sample_id] = build_session(view, settings)
+        built_session, sources = build_session(view, settings)
+        label_sources[view.sample_id] = dict(sorted(sources.items()))
         for task, (built, reasons) in built_session.items():
             instances[task].extend(sorted(built, key=lambda i: i.row_index))
             dropped[task].update(reasons)

@@ -167,9 +167,9 @@ Settings `{settings['name']}-v{settings['version']}` (all values in `MANIFEST.js
 the annotation schema `{manifest_core['schema']['id']}`. Context: ER {settings['er']['context_size']},
 VP {settings['vp']['context_size']}, RPP {settings['rpp']['context_size']}, ITP {settings['itp']['context_size']},
 STP {settings['stp']['context_size']}, SSP {settings['ssp']['context_size']} rows (-1 = every earlier row).
-RPP uses `{settings['rpp']['rows']}` rows, its label read per sample from the first of
-`{', '.join(settings['rpp']['label_fields'])}` that the sample sets (which one per sample:
-`MANIFEST.json` `coverage`); STP uses `{settings['stp']['rows']}` rows; multi-person targets:
+RPP uses `{settings['rpp']['rows']}` rows, each row's label read from the first of
+`{', '.join(settings['rpp']['label_fields'])}` that is non-empty on that row (per sample, how many
+instances each field gave: `MANIFEST.json` `coverage.rpp_label_rows`); STP uses `{settings['stp']['rows']}` rows; multi-person targets:
 `{settings['stp']['multi_target']}`. The choices between the paper and the released code are explained in
 the pipeline's `docs/tasks.md`.
 

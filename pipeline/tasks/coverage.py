@@ -1,44 +1,64 @@
-"""What a freeze reports about coverage: which field supplied each sample's RPP labels, and which samples
-yield no instance of a task (so a sample that silently drops out of a task is always named)."""
+"""What a freeze reports about coverage: per sample, how many RPP instances took their label from each field
+(the label source is decided per row), and which samples yield no instance of a task (so a sample that
+silently drops out of a task is always named)."""
 
 from __future__ import annotations
 
+from pipeline.relation_label import relation_label
 from pipeline.tasks.build import TaskBuild
+from pipeline.tasks.rpp import rpp_rows
 from pipeline.tasks.settings import TaskSettings
 
 
-def label_sources(build: TaskBuild) -> dict[str, list[str]]:
-    """RPP label field -> the samples whose labels it supplied ("none": no field of rpp.label_fields set)."""
-    found: dict[str, list[str]] = {}
-    for sample, field in sorted(build.label_sources.items()):
-        found.setdefault(field or "none", []).append(sample)
-    return dict(sorted(found.items()))
+def label_sources(build: TaskBuild) -> dict[str, dict[str, int]]:
+    """Sample -> {label field: RPP instances whose label it supplied} ({} : none); MANIFEST coverage."""
+    return {sample: dict(counts) for sample, counts in sorted(build.label_sources.items())}
+
+
+def label_field_totals(sources: dict[str, dict[str, int]]) -> dict[str, tuple[int, int]]:
+    """Field -> (instances, samples) over all samples."""
+    totals: dict[str, tuple[int, int]] = {}
+    for counts in sources.values():
+        for field, count in counts.items():
+            instances, samples = totals.get(field, (0, 0))
+            totals[field] = (instances + count, samples + 1)
+    return dict(sorted(totals.items()))
+
+
+def _why_no_rpp(build: TaskBuild, sample: str, settings: TaskSettings) -> str:
+    view = next(v for v in build.views if v.sample_id == sample)
+    fields = settings.rpp.label_fields
+    labelled = [row for row in rpp_rows(view, settings.rpp) if relation_label(row, fields)[0]]
+    if not labelled:
+        return f" (no RPP row has a label in {' or '.join(fields)})"
+    used = sorted({relation_label(row, fields)[1] for row in labelled})
+    return f" ({len(labelled)} RPP row(s) labelled from {', '.join(used)}: no label in the scenario's set)"
 
 
 def coverage_warnings(build: TaskBuild, settings: TaskSettings) -> tuple[str, ...]:
-    """One line per sample and task that yields no instance, with the RPP label field where it matters."""
+    """One line per sample and task that yields no instance, with why for RPP."""
     notes = []
     for task, samples in build.without_instances.items():
         for sample in samples:
-            why = ""
-            if task == "rpp":
-                field = build.label_sources.get(sample, "")
-                why = (f" (labels read from {field}: no usable label on an RPP row)" if field else
-                       f" (no RPP row sets {' or '.join(settings.rpp.label_fields)})")
+            why = _why_no_rpp(build, sample, settings) if task == "rpp" else ""
             notes.append(f"{sample}: no {task.upper()} instance{why}")
     return tuple(sorted(notes))
 
 
-def describe_label_sources(sources: dict[str, list[str]], shown: int = 10) -> str:
-    """'rpp labels: relation_cycle_state in 2 sample(s), relation_pattern in 1 sample(s) (a/1)': samples are
-    named for every field but the most common one."""
-    common = max(sources, key=lambda f: len(sources[f]), default="")
+def describe_label_sources(sources: dict[str, dict[str, int]], shown: int = 10) -> str:
+    """'rpp labels per row: relation_cycle_state 40 in 2 sample(s), relation_pattern 6 in 2 sample(s) (a: 2,
+    b: 4)': the samples are named, with their counts, for every field but the one most instances came from."""
+    totals = label_field_totals(sources)
+    if not totals:
+        return "rpp labels per row: no RPP instance"
+    common = max(totals, key=lambda f: totals[f][0])
     parts = []
-    for field, samples in sorted(sources.items(), key=lambda item: (-len(item[1]), item[0])):
-        named = "" if field == common else " (" + ", ".join(samples[:shown]) + (", ..." if len(samples) > shown
-                                                                                 else "") + ")"
-        parts.append(f"{field} in {len(samples)} sample(s){named}")
-    return "rpp labels: " + ", ".join(parts)
+    for field, (instances, samples) in sorted(totals.items(), key=lambda item: (-item[1][0], item[0])):
+        named = [f"{sample}: {counts[field]}" for sample, counts in sources.items() if field in counts]
+        listed = "" if field == common else " (" + ", ".join(named[:shown]) + (", ..." if len(named) > shown
+                                                                                else "") + ")"
+        parts.append(f"{field} {instances} in {samples} sample(s){listed}")
+    return "rpp labels per row: " + ", ".join(parts)
 
 
-__all__ = ["coverage_warnings", "describe_label_sources", "label_sources"]
+__all__ = ["coverage_warnings", "describe_label_sources", "label_field_totals", "label_sources"]

@@ -101,8 +101,8 @@ class ReleaseSummary(Record):
     dropped: dict[str, dict[str, int]]
     files: int
     warnings: tuple[str, ...] = ()
-    label_sources: dict[str, list[str]] = Field(default_factory=dict,
-                                                description="RPP label field -> the samples it supplied")
+    label_sources: dict[str, dict[str, int]] = Field(
+        default_factory=dict, description="sample -> {RPP label field: instances it supplied} (per row)")
     coverage_warnings: tuple[str, ...] = Field((), description="one per sample and task without an instance")
     clips_linked: int = Field(0, description="media clips hard-linked from the build (no bytes copied)")
     clips_copied: int = Field(0, description="media clips copied (the file system could not link them)")
@@ -216,7 +216,7 @@ def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema
                  "warnings": len(warnings), "warning_fields": _warning_kinds(warnings)},
         "instances": stats["instances"],
         "dropped": stats["dropped"],
-        "coverage": {"rpp_label_sources": label_sources(build),
+        "coverage": {"rpp_label_rows": label_sources(build),
                      "samples_without_instances": {t: list(s) for t, s in build.without_instances.items()}},
     }
 

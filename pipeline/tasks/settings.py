@@ -38,8 +38,8 @@ class RPPSettings(Record):
     drop_out_of_taxonomy: bool = True
     label_fields: tuple[RelationField, ...] = Field(
         ("relation_cycle_state", "relation_pattern"),
-        description="per sample, the first of these fields that any RPP row of the sample sets (not null) "
-                    "supplies the gold of all its RPP rows (with its _reason and _evidence_rows)")
+        description="per row, the first of these fields with a non-empty value on the row supplies its gold "
+                    "(with that field's _reason and _evidence_rows)")
 
     @field_validator("label_fields")
     @classmethod
