@@ -12,6 +12,8 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from tests.conftest import tree_digest
+from tests.published_files import published as published_records
+from tests.published_files import write
 from tests.tasks_rows import SAMPLE_ID
 from tests.test_release import gold_sessions
 
@@ -74,74 +76,55 @@ def test_freeze_refuses_a_bad_gold_file_with_one_line_and_a_fix(tmp_path: Path) 
 def test_compare_released_er_reports_each_difference(tmp_path: Path) -> None:
     assert run(tmp_path, "freeze", "--gold", str(published_benchmark(tmp_path))).exit_code == 0
     release = tmp_path / "build/release/v1"
-    inputs = [json.loads(line) for line in (release / "tasks/er.jsonl").read_text().splitlines()]
-    golds = [json.loads(line) for line in (release / "gold/er.jsonl").read_text().splitlines()]
-    published = []
-    for record, gold in zip(inputs, golds):   # the published layout: inputs and gold in one record
-        published.append({**{k: v for k, v in record.items() if k != "id"}, "gold_internal_emotion":
-                          gold["gold"]["internal_emotion"], "gold_intensity_score": gold["gold"]["intensity"],
-                          "instance_id": record["id"]})
-    path = tmp_path / "er.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in published))
+    published = published_records(release, "er")    # the published layout: inputs, gold and meta in one record
+    path = write(tmp_path / "er.jsonl", published)
     same = run(tmp_path, "compare-released", "--task", "er", str(path))
-    assert same.exit_code == 0 and "3 matched_identical" in same.output
+    assert same.exit_code == 0 and "value-identical 3, byte-identical 3" in same.output
     published[0]["gold_intensity_score"] = 3
     published[1]["prior_context"] = published[1]["prior_context"][-3:]
     published[2]["instance_id"] = f"{SAMPLE_ID}__row10"
-    path.write_text("".join(json.dumps(r) + "\n" for r in published))
+    path = write(tmp_path / "er.jsonl", published)
     result = run(tmp_path, "compare-released", "--task", "er", str(path), "--json")
     assert result.exit_code == 1
     report = json.loads(result.output)
     assert report["only_rebuilt"] == [f"{SAMPLE_ID}__row9"] and report["only_published"] == [f"{SAMPLE_ID}__row10"]
-    by_id = {d["id"]: d["fields"] for d in report["differences"]}
-    assert by_id[f"{SAMPLE_ID}__row6"]["gold"]["published"]["intensity"] == 3
-    assert by_id[f"{SAMPLE_ID}__row8"]["prior_context_rows"] == {"rebuilt": [1, 2, 3, 4, 5, 6, 7],
-                                                                "published": [5, 6, 7]}
-
-
-def published_layout(release: Path, task: str) -> list[dict]:  # type: ignore[type-arg]
-    """The rebuilt instances in the published layout: inputs and gold in one record, `instance_id`."""
-    inputs = [json.loads(line) for line in (release / f"tasks/{task}.jsonl").read_text().splitlines()]
-    golds = [json.loads(line) for line in (release / f"gold/{task}.jsonl").read_text().splitlines()]
-    gold_keys = ({"gold_internal_emotion": "internal_emotion", "gold_intensity_score": "intensity"} if task == "er"
-                 else {"gold_viewpoints": "viewpoints"})
-    return [{**{k: v for k, v in record.items() if k != "id"},
-             **{theirs: gold["gold"][ours] for theirs, ours in gold_keys.items()}, "instance_id": record["id"]}
-            for record, gold in zip(inputs, golds)]
+    by_path = {d["path"]: d for d in report["differences"]}
+    assert by_path[f"er/{SAMPLE_ID}__row6/gold_intensity_score"]["published"] == 3
+    assert {k: by_path[f"er/{SAMPLE_ID}__row8/prior_context"][k] for k in ("rebuilt", "published")} == {
+        "rebuilt": [1, 2, 3, 4, 5, 6, 7], "published": [5, 6, 7]}
 
 
 def test_compare_released_reports_every_field_of_the_published_record(tmp_path: Path) -> None:
     assert run(tmp_path, "freeze", "--gold", str(published_benchmark(tmp_path))).exit_code == 0
     release = tmp_path / "build/release/v1"
-    er = published_layout(release, "er")
+    er = published_records(release, "er")
     assert len(er[1]["prior_context"]) > 1
     er[0]["couple"] = "someone_else"
     er[0]["source_file"] = "data/elsewhere.json"
     er[1]["prior_context"][1]["tone_of_voice"] = "whispering"  # a cue of one context row
     er[2].pop("body_posture")
-    path = tmp_path / "er.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in er))
+    path = write(tmp_path / "er.jsonl", er)
     report = json.loads(run(tmp_path, "compare-released", "--task", "er", str(path), "--json").output)
-    by_id = {d["id"]: d["fields"] for d in report["differences"]}
-    assert by_id[er[0]["instance_id"]].keys() == {"couple", "source_file"}
-    assert by_id[er[1]["instance_id"]] == {"prior_context[1].tone_of_voice": {
-        "rebuilt": published_layout(release, "er")[1]["prior_context"][1]["tone_of_voice"], "published": "whispering"}}
-    assert by_id[er[2]["instance_id"]]["body_posture"]["published"] == "(absent)"
-    assert report["counts"]["matched_identical"] == len(er) - 3
+    by_path = {d["path"]: d for d in report["differences"]}
+    ids = [r["instance_id"] for r in er]
+    assert set(by_path) == {f"er/{ids[0]}/couple", f"er/{ids[0]}/source_file",
+                            f"er/{ids[1]}/prior_context[1].tone_of_voice", f"er/{ids[2]}/body_posture"}
+    assert by_path[f"er/{ids[1]}/prior_context[1].tone_of_voice"]["published"] == "whispering"
+    assert by_path[f"er/{ids[2]}/body_posture"]["published"] == "(absent)"
+    assert report["counts"]["value_identical"] == len(er) - 3
 
-    vp = published_layout(release, "vp")
+    vp = published_records(release, "vp")
     with_therapist = next(r for r in vp if "Therapist" in r["participants"])
     with_therapist["participants"] = [p for p in with_therapist["participants"] if p != "Therapist"]
     without_attitude = vp[-1]
     assert "attitude" in without_attitude["gold_viewpoints"][0]
     del without_attitude["gold_viewpoints"][0]["attitude"]  # never filled in with "" to look identical
-    path = tmp_path / "vp.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in vp))
+    path = write(tmp_path / "vp.jsonl", vp)
     result = run(tmp_path, "compare-released", "--task", "vp", str(path), "--json")
     assert result.exit_code == 1
-    by_id = {d["id"]: d["fields"] for d in json.loads(result.output)["differences"]}
-    assert "participants" in by_id[with_therapist["instance_id"]]
-    assert "attitude" not in by_id[without_attitude["instance_id"]]["gold"]["published"]["viewpoints"][0]
+    by_path = {d["path"]: d for d in json.loads(result.output)["differences"]}
+    assert any(p.startswith(f"vp/{with_therapist['instance_id']}/participants") for p in by_path)
+    assert by_path[f"vp/{without_attitude['instance_id']}/gold_viewpoints[0].attitude"]["published"] == "(absent)"
 
 
 def test_freezing_the_same_gold_by_another_path_spelling_finds_the_release_unchanged(

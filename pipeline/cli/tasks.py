@@ -20,6 +20,7 @@ from pipeline.project import Project
 
 if TYPE_CHECKING:
     from pipeline.settings import SettingsOverrides
+    from pipeline.tasks.compare import Comparison
     from pipeline.tasks.judge import JudgeOptions
 
 TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
@@ -285,19 +286,49 @@ def evaluate(ctx: click.Context, task: str | None, predictions: Path | None, run
 @click.argument("published", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--release", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Release folder (default: the only one under build/release/).")
+@click.option("--level", type=click.Choice(["bytes", "values"]), default="bytes", show_default=True,
+              help="What exit 0 needs: identical bytes (and values), or identical values only.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full comparison as JSON.")
+@click.option("--show", type=click.IntRange(min=0), default=20, show_default=True,
+              help="How many differences of each level to print.")
 @click.pass_context
-def compare_released(ctx: click.Context, task: str, published: Path, release: Path | None, as_json: bool) -> None:
-    """Compare rebuilt ER/VP instances with the published er.jsonl / vp.jsonl (exit 1 if they differ)."""
+def compare_released(ctx: click.Context, task: str, published: Path, release: Path | None, level: str,
+                     as_json: bool, show: int) -> None:
+    """Compare rebuilt ER/VP instances with the published er.jsonl / vp.jsonl, by value and byte for byte
+    (exit 1 unless identical at --level)."""
     from pipeline.tasks.compare import compare_released as run_compare
 
     report = run_compare(_release_dir(project_of(ctx), release), task, published)
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
-        for difference in report["differences"][:10]:
-            console.print(line(styled("differs", "yellow"), f" {difference['id']}: {', '.join(difference['fields'])}"))
-        console.print(", ".join(f"{v} {k}" for k, v in report["counts"].items()), highlight=False)
-    counts = report["counts"]
-    if counts["only_rebuilt"] or counts["only_published"] or report["differences"]:
+        _print_comparison(report, show)
+    if not report.identical[level]:
         sys.exit(1)
+
+
+def _print_comparison(report: Comparison, show: int) -> None:
+    def shown(value: object) -> str:
+        text = json.dumps(value, ensure_ascii=False)
+        return (text if len(text) <= 80 else text[:77] + "...") + f" ({type(value).__name__})"
+
+    for difference in report.differences[:show]:
+        where = f" (line {difference.line})" if difference.line else ""
+        values = ("" if difference.kind.startswith("record only") else
+                  f": rebuilt {shown(difference.rebuilt)}, published {shown(difference.published)}")
+        console.print(line(styled("differs", "yellow"), f" {difference.path}{where}: {difference.kind}{values}"))
+    for duplicate in report.duplicates[:show]:
+        console.print(line(styled("duplicate", "yellow"), f" {duplicate.path}: {duplicate.file} file lines "
+                                                          f"{', '.join(map(str, duplicate.lines))}"))
+    for difference in report.byte_differences[:show]:
+        console.print(line(styled("bytes", "yellow"), f" {difference.path} (line {difference.line}): {difference.why}"))
+    for key in report.not_compared:
+        console.print(f"not compared: {key.key} ({key.values} value(s)): {key.why}", highlight=False)
+    counts = report.counts
+    console.print(f"{report.task}: {counts['published']} published record(s), {counts['rebuilt']} rebuilt; "
+                  f"value-identical {counts['value_identical']}, byte-identical {counts['byte_identical']}; "
+                  f"{counts['value_differences']} value difference(s), {counts['duplicates']} duplicate(s), "
+                  f"{counts['byte_differences']} byte difference(s)", highlight=False)
+    verdict = ("IDENTICAL (values and bytes)" if report.identical["bytes"] else
+               "identical values, NOT identical bytes" if report.identical["values"] else "NOT identical")
+    console.print(line(styled(verdict, "green" if report.identical["bytes"] else "red"), ""))
