@@ -114,8 +114,11 @@ def test_rpp_therapist_rows_with_an_in_taxonomy_label() -> None:
     assert "current_turn" not in twelve.input
     assert twelve.input["candidate_relation_labels"] == list(SCHEMA.labels("relation_pattern", "couple"))
     any_rows = build(TaskSettings(rpp={"rows": "any", "include_current_turn": True, "drop_out_of_taxonomy": False}))
-    assert rows_of(any_rows, "rpp") == [3, 5, 12, 13, 14]
-    assert any_rows.instances["rpp"][3].input["current_turn"]["row_index"] == 13
+    # per row (issue 20): client row 2 sets only relation_pattern, so with rows: any it is an instance too
+    assert rows_of(any_rows, "rpp") == [2, 3, 5, 12, 13, 14]
+    assert any_rows.instances["rpp"][0].meta["reason"] == "" and any_rows.instances["rpp"][0].gold == {
+        "relation_label": "attack_attack"}
+    assert any_rows.instances["rpp"][4].input["current_turn"]["row_index"] == 13
 
 
 def test_itp_worked_example_keeps_positives_2_9_11_15_and_all_negatives() -> None:
