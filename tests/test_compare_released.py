@@ -173,6 +173,8 @@ MUTATIONS = [
     Mutation("context item changed", "er",
              edit(2, lambda r: r["prior_context"][1]["body_posture"][0].update(description="slumped")),
              paths("er", f"{E2}/prior_context[1].body_posture[0].description")),
+    Mutation("prior_context removed", "er", edit(1, lambda r: r.pop("prior_context")),
+             paths("er", f"{E1}/prior_context")),
     Mutation("context row dropped", "er", edit(0, lambda r: r["prior_context"].pop(0)),
              paths("er", f"{E0}/prior_context")),
     Mutation("key added in a context row", "er", edit(0, lambda r: r["prior_context"][0].update(utterance_type="q")),

@@ -76,7 +76,7 @@ def test_a_sample_without_rpp_instances_says_whether_any_row_had_a_label() -> No
     unlabelled = session([row(1, "Ana", [T]), row(2, T, ["Ana"])], "family_therapy/011/merged", "family", ["Ana"])
     result = build_tasks([outside, unlabelled], TaskSettings(), SCHEMA)
     notes = [n for n in coverage_warnings(result, TaskSettings()) if "RPP" in n]
-    assert notes == ["family_therapy/010/merged: no RPP instance (1 RPP row(s) labelled from relation_pattern: "
-                     "no label in the scenario's set)",
-                     "family_therapy/011/merged: no RPP instance (no RPP row has a label in relation_cycle_state or "
-                     "relation_pattern)"]
+    assert notes == [("family_therapy/010/merged: no RPP instance (1 RPP row(s) labelled from relation_pattern: "
+                      "no label in the scenario's set)"),
+                     ("family_therapy/011/merged: no RPP instance (no RPP row has a label in relation_cycle_state or "
+                      "relation_pattern)")]

@@ -18,6 +18,7 @@ present, its value is not compared (and is taken from the published line for the
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -96,13 +97,20 @@ def _join(path: str, key: str) -> str:
 
 
 def _shown(value: Any) -> Any:
-    return str(NOT_COMPARED) if value is NOT_COMPARED else value
+    """`value` for the report: JSON, with each not-compared value spelled out."""
+    if value is NOT_COMPARED:
+        return str(NOT_COMPARED)
+    if isinstance(value, dict):
+        return {k: _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    return value
 
 
 def _same(mine: Any, theirs: Any) -> bool:
     if type(mine) is not type(theirs):
         return False
-    return mine == theirs or (isinstance(mine, float) and mine != mine and theirs != theirs)  # NaN is NaN
+    return mine == theirs or (isinstance(mine, float) and math.isnan(mine) and math.isnan(theirs))  # NaN is NaN
 
 
 class _Walk:

@@ -41,17 +41,17 @@ Clips = Callable[[str, int], tuple[str, float]]  # (sample_id, row_index) -> (cl
 
 
 class NotCompared:
-    """Stands for a published value the release cannot rebuild: the key must be present, its value is free."""
-
-    _instance: NotCompared | None = None
-
-    def __new__(cls) -> NotCompared:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """Stands for a published value the release cannot rebuild: the key must be present, its value is free.
+    Use the one instance, NOT_COMPARED (compared by identity)."""
 
     def __repr__(self) -> str:
         return "(not compared)"
+
+    def __copy__(self) -> NotCompared:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NotCompared:
+        return self
 
 
 NOT_COMPARED = NotCompared()
