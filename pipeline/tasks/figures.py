@@ -7,6 +7,8 @@ Byte-stable: matplotlib's default style (not the user's matplotlibrc), a fixed s
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 _DPI = 100
@@ -86,6 +88,56 @@ def distribution_png(title: str, panels: dict[str, dict[str, int]], xlabel: str)
 
 
 def render_jobs(jobs: list[tuple[str, str, tuple]]) -> dict[str, bytes]:
-    """Render (path, kind, args) jobs; kind is 'transition' or 'distribution'. Runs in a worker process."""
+    """Render (path, kind, args) jobs; kind is 'transition' or 'distribution'."""
     kinds = {"transition": transition_png, "distribution": distribution_png}
     return {path: kinds[kind](*args) for path, kind, args in jobs}
+
+
+@contextmanager
+def rendering(jobs: list[tuple[str, str, tuple]]) -> Iterator[Callable[[], dict[str, bytes]]]:
+    """Render the jobs in a separate Python process while the caller writes other files (the freeze's critical
+    path is its data files); the yielded call waits for the PNGs. The child runs this module alone (not the
+    caller's script) with the same interpreter and package, so the bytes are those `render_jobs` makes here;
+    where the child cannot start or fails, they are drawn in this process."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+    child: subprocess.Popen | None = None
+    try:
+        child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, env=env)
+        assert child.stdin is not None
+        child.stdin.write(pickle.dumps(jobs))
+        child.stdin.close()
+    except OSError:
+        child = None
+
+    def result() -> dict[str, bytes]:
+        if child is not None:
+            assert child.stdout is not None
+            data = child.stdout.read()
+            if child.wait() == 0:
+                try:
+                    return pickle.loads(data)
+                except (pickle.UnpicklingError, EOFError):
+                    pass
+        return render_jobs(jobs)
+
+    try:
+        yield result
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+if __name__ == "__main__":  # the child of `rendering`: jobs pickled on stdin, PNG bytes pickled on stdout
+    import pickle
+    import sys
+
+    sys.stdout.buffer.write(pickle.dumps(render_jobs(pickle.loads(sys.stdin.buffer.read()))))

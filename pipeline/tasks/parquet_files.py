@@ -6,17 +6,25 @@ see real columns. A field whose values do not fit one Parquet type without chang
 released row format's `intensity`, a number in some rows and text in others) is stored instead as a text
 column holding each value's JSON; those columns are returned, listed in MANIFEST.json and on the card.
 
-The bytes depend only on the records and the polars version (recorded in MANIFEST.json `tools`): fixed
-zstd level, no column statistics, no time. Every file is read back before it is kept and must give each
-record's JSON value again, within two limits of the format: a key that some records lack (while others
-have it) reads back as null in those records, and a column mixing whole and fractional numbers is a float
-column (3 reads back as 3.0, the same JSON number).
+Two ways to the same values. The fast one (`_native_path`) hands the JSONL text, as written next to the
+file, to Arrow's JSON reader, which refuses a column whose records disagree on a JSON type (that column is
+then stored as JSON text), and polars writes the Arrow table: no Python object per value, so a full-size
+freeze spends well under a second here. Where Arrow would change a value (a date-like text read as a
+timestamp, an integer beyond 2**53 read as a float) or the columns come out in another order, the general
+way (`_python_path`) builds each column from Python values and checks it value by value.
+
+The bytes depend only on the records and the polars and pyarrow versions (recorded in MANIFEST.json
+`tools`): fixed zstd level, no column statistics, no time. Every file is read back before it is kept and
+must give the written columns again, within two limits of the format: a key that some records lack (while
+others have it) reads back as null in those records, and a column mixing whole and fractional numbers is a
+float column (3 reads back as 3.0, the same JSON number).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +39,12 @@ def polars_version() -> str:
     import polars
 
     return polars.__version__
+
+
+def pyarrow_version() -> str:
+    import pyarrow
+
+    return pyarrow.__version__
 
 
 def _comparable(item: Any) -> Any:
@@ -88,8 +102,8 @@ def _column(name: str, values: list[Any]) -> tuple[Any, bool]:
     return pl.Series(name, [None if v is None else dumps(v) for v in values], dtype=pl.String), True
 
 
-def parquet_bytes(records: Sequence[dict[str, Any]], where: str) -> tuple[bytes, list[str]]:
-    """The records as one Parquet file, and the columns stored as JSON text."""
+def _python_path(records: Sequence[dict[str, Any]], where: str) -> tuple[bytes, list[str]]:
+    """The records as one Parquet file built column by column from Python values (the slow, general path)."""
     import polars as pl
 
     names = list(dict.fromkeys(key for record in records for key in record))   # first-seen order
@@ -99,10 +113,8 @@ def parquet_bytes(records: Sequence[dict[str, Any]], where: str) -> tuple[bytes,
         columns.append(series)
         if is_json:
             as_json.append(name)
-    buffer = io.BytesIO()
     frame = pl.DataFrame(columns)
-    frame.write_parquet(buffer, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL, statistics=False)
-    data = buffer.getvalue()
+    data = _write(frame)
     read = pl.read_parquet(io.BytesIO(data))
     # Each column already gives its values again (_column), so the file holds the records if it gives the
     # frame back (checked in Rust); only when it does not are the values compared one by one.
@@ -118,3 +130,104 @@ def parquet_bytes(records: Sequence[dict[str, Any]], where: str) -> tuple[bytes,
                               f"changed (field {name})", f"the JSONL file next to {where} is complete; report this "
                                                          "record")
     return data, as_json  # e.g. a column of nulls only reads back with another type but the same values
+
+
+def _write(frame: Any) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_parquet(buffer, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL, statistics=False)
+    return buffer.getvalue()
+
+
+# Column(/name/...) in Arrow's message when a value's JSON type differs from the column's
+_CONFLICT = re.compile(r"Column\(/([^/)]*)")
+# Arrow reads an integer beyond int64 as a float, and a float this large may not be the integer that was written
+_EXACT_FLOAT_LIMIT = 2.0 ** 53
+
+
+def _exact_types(dtype: Any) -> bool:
+    """No type that Arrow's JSON reader guesses from text (timestamps from date-like strings)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(dtype):
+        return all(_exact_types(dtype.field(i).type) for i in range(dtype.num_fields)) and dtype.num_fields > 0
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        return _exact_types(dtype.value_type)
+    return not (pa.types.is_temporal(dtype) or pa.types.is_decimal(dtype))
+
+
+def _large_floats(array: Any) -> bool:
+    """Any float value, at any depth, at or beyond 2**53 in magnitude (it may stand for another integer)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+    for chunk in chunks:
+        kind = chunk.type
+        if pa.types.is_struct(kind):
+            if any(_large_floats(chunk.field(i)) for i in range(kind.num_fields)):
+                return True
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            if _large_floats(chunk.flatten()):
+                return True
+        elif (pa.types.is_floating(kind) and chunk.null_count < len(chunk)
+              and pc.max(pc.abs(chunk)).as_py() >= _EXACT_FLOAT_LIMIT):
+            return True
+    return False
+
+
+def _arrow_table(jsonl: bytes) -> Any:
+    """The JSONL text read by Arrow in one block (one type per column, decided over every record), or an
+    `ArrowInvalid` naming the column whose records disagree on a JSON type."""
+    import pyarrow.json as pj
+
+    options = pj.ReadOptions(use_threads=True, block_size=max(len(jsonl) + 1, 1 << 20))
+    return pj.read_json(io.BytesIO(jsonl), read_options=options)
+
+
+def _native_path(records: Sequence[dict[str, Any]], jsonl: bytes) -> tuple[bytes, list[str]] | None:
+    """The records as Parquet straight from their JSONL text (Arrow's JSON reader, then polars' writer), with no
+    Python object per value; None where only the Python path can keep every value.
+
+    Arrow's reader is strict: a column whose records hold two JSON types (a number and a text, an object and a
+    list) is refused, naming the column, which is then stored as JSON text as on the Python path. Whole and
+    fractional numbers share a float column (the format's limit, module docstring)."""
+    import polars as pl
+    import pyarrow as pa
+
+    if not records:
+        return None
+    as_json: list[str] = []
+    text = jsonl
+    while True:
+        try:
+            table = _arrow_table(text)
+            break
+        except pa.ArrowInvalid as exc:
+            match = _CONFLICT.search(str(exc))
+            name = match.group(1) if match else None
+            if name is None or name in as_json or not any(name in record for record in records):
+                return None
+            as_json.append(name)
+            text = "".join(dumps({k: (dumps(v) if k in as_json and v is not None else v) for k, v in r.items()})
+                           + "\n" for r in records).encode("utf-8")
+    if not all(_exact_types(field.type) for field in table.schema) or any(map(_large_floats, table.columns)):
+        return None
+    order = list(dict.fromkeys(key for record in records for key in record))
+    if table.column_names != order:
+        return None
+    try:
+        frame = pl.from_arrow(table)
+        data = _write(frame)
+    except (pl.exceptions.PolarsError, pa.ArrowException, TypeError, ValueError):
+        return None
+    if not pl.read_parquet(io.BytesIO(data)).equals(frame, null_equal=True):
+        return None
+    return data, [name for name in order if name in as_json]
+
+
+def parquet_bytes(records: Sequence[dict[str, Any]], where: str, jsonl: bytes | None = None) -> tuple[bytes, list[str]]:
+    """The records as one Parquet file, and the columns stored as JSON text. `jsonl`: the records' JSONL text
+    as written next to it (one record a line), which Arrow reads without building Python values."""
+    if jsonl is None:
+        jsonl = "".join(dumps(record) + "\n" for record in records).encode("utf-8")
+    return _native_path(records, jsonl) or _python_path(records, where)

@@ -1,7 +1,7 @@
 """Freeze a release: task files, gold, benchmark.jsonl, statistics, figures, dataset card, MANIFEST.json.
 
 `freeze_release` renders every file from the gold sessions into a staging folder, then renames it into
-place. Nothing in a file depends on the time or the machine (beyond the matplotlib and polars versions,
+place. Nothing in a file depends on the time or the machine (beyond the matplotlib, polars and pyarrow versions,
 recorded), so the same inputs give byte-identical files. An existing release folder is never replaced with
 different content unless `overwrite=True`, and even then it is kept under superseded/
 (pipeline.tasks.supersede). Where the gold file was read from is not content: a release that differs only
@@ -16,7 +16,6 @@ Without it nothing about media is written: the files are exactly those of a text
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
@@ -41,10 +40,10 @@ from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
-from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes, rows_of
+from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes
 from pipeline.tasks.media import MEDIA_FOLDER, ClipIndex, MediaRecords, pack_clips
 from pipeline.tasks.modes import VIDEO_TASKS
-from pipeline.tasks.parquet_files import parquet_bytes, polars_version
+from pipeline.tasks.parquet_files import parquet_bytes, polars_version, pyarrow_version
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
     SCENARIOS,
@@ -114,26 +113,19 @@ class ReleaseSummary(Record):
 
 
 class ReleaseWriter:
-    """Writes release files under a folder, hashing and counting rows as it goes (nothing is held whole)."""
+    """Writes release files under a folder, hashing and counting rows (a JSONL file is held whole once: its Parquet
+    twin is read from its text)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.entries: dict[str, dict[str, Any]] = {}
         self.json_columns: dict[str, list[str]] = {}
 
-    def lines(self, path: str, lines: Iterable[str]) -> None:
-        """A text file written line by line; `rows` = lines for .jsonl, data lines for .csv."""
-        target = self.folder / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        digest, size, count = hashlib.sha256(), 0, 0
-        with target.open("wb") as handle:
-            for line in lines:
-                data = line.encode("utf-8")
-                handle.write(data)
-                digest.update(data)
-                size += len(data)
-                count += data.count(b"\n")
-        self.entries[path] = {"path": path, "sha256": digest.hexdigest(), "bytes": size, "rows": rows_of(path, count)}
+    def jsonl_and_parquet(self, path: str, lines: Iterable[str], records: Sequence[dict[str, Any]]) -> None:
+        """`path`.jsonl and its Parquet twin, the Parquet file read from the same JSONL text."""
+        text = "".join(lines).encode("utf-8")
+        self.bytes(path, text)
+        self.parquet(path.removesuffix(".jsonl") + ".parquet", records, text)
 
     def bytes(self, path: str, data: bytes, rows: int | None = None) -> None:
         """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
@@ -143,9 +135,9 @@ class ReleaseWriter:
         entry = file_entry(path, data)
         self.entries[path] = entry if rows is None else {**entry, "rows": rows}
 
-    def parquet(self, path: str, records: Sequence[dict[str, Any]]) -> None:
+    def parquet(self, path: str, records: Sequence[dict[str, Any]], jsonl: bytes | None = None) -> None:
         """The records as Parquet; remembers the columns that had to be stored as JSON text."""
-        data, json_columns = parquet_bytes(records, path)
+        data, json_columns = parquet_bytes(records, path, jsonl)
         self.bytes(path, data, rows=len(records))
         if json_columns:
             self.json_columns[path] = json_columns
@@ -159,26 +151,24 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
     """Every data file of the release (all but README.md, MANIFEST.json and the clips); returns the statistics.
     With `media`, the video tasks' records carry their clips (and `media.needed` lists them)."""
     stats = statistics(build)
-    ordered = sorted(sessions, key=lambda s: s.sample_id)
-    benchmark = [s.model_dump(mode="json", exclude_unset=True) for s in ordered]
-    writer.lines("benchmark.jsonl", (dumps(record) + "\n" for record in benchmark))
-    writer.parquet("benchmark.parquet", benchmark)
-    for task in TASKS:
-        facing = [i.model_facing() for i in build.instances[task]]
-        if media is not None:
-            facing = media.records(task, facing)
-        gold = [i.gold_record() for i in build.instances[task]]
-        writer.lines(f"tasks/{task}.jsonl", context_lines(facing))
-        writer.lines(f"gold/{task}.jsonl", (dumps(record) + "\n" for record in gold))
-        for path, records in ((f"tasks/{task}.parquet", facing), (f"gold/{task}.parquet", gold)):
-            writer.parquet(path, records)
-    writer.bytes("stats/table3.md", table3_markdown(stats["table3"]).encode())
-    writer.bytes("stats/table3.csv", table3_csv(stats["table3"]).encode())
-    writer.bytes("stats/instances.md", instances_markdown(stats["instances"]).encode())
-    writer.bytes("stats/instances.csv", instances_csv(stats["instances"]).encode())
-    writer.bytes("stats/statistics.json", pretty_bytes(stats))
-    for path, data in figures.render_jobs(figure_jobs(stats)).items():
-        writer.bytes(path, data)
+    with figures.rendering(figure_jobs(stats)) as rendered:  # drawn in another process meanwhile
+        ordered = sorted(sessions, key=lambda s: s.sample_id)
+        benchmark = [s.model_dump(mode="json", exclude_unset=True) for s in ordered]
+        writer.jsonl_and_parquet("benchmark.jsonl", (dumps(record) + "\n" for record in benchmark), benchmark)
+        for task in TASKS:
+            facing = [i.model_facing() for i in build.instances[task]]
+            if media is not None:
+                facing = media.records(task, facing)
+            gold = [i.gold_record() for i in build.instances[task]]
+            writer.jsonl_and_parquet(f"tasks/{task}.jsonl", context_lines(facing), facing)
+            writer.jsonl_and_parquet(f"gold/{task}.jsonl", (dumps(record) + "\n" for record in gold), gold)
+        writer.bytes("stats/table3.md", table3_markdown(stats["table3"]).encode())
+        writer.bytes("stats/table3.csv", table3_csv(stats["table3"]).encode())
+        writer.bytes("stats/instances.md", instances_markdown(stats["instances"]).encode())
+        writer.bytes("stats/instances.csv", instances_csv(stats["instances"]).encode())
+        writer.bytes("stats/statistics.json", pretty_bytes(stats))
+        for path, data in rendered().items():
+            writer.bytes(path, data)
     return stats
 
 
@@ -211,7 +201,8 @@ def manifest_core(version: str, settings: TaskSettings, schema: AnnotationSchema
         "schema": {"id": schema.id, "sha256": sha256_json(schema.model_dump(mode="json"))},
         "task_settings": settings.as_json(),
         "provenance": provenance.model_dump(mode="json"),
-        "tools": {"matplotlib": figures.matplotlib_version(), "polars": polars_version()},
+        "tools": {"matplotlib": figures.matplotlib_version(), "polars": polars_version(),
+                  "pyarrow": pyarrow_version()},
         "gold": {"sessions": len(sessions), "rows": sum(len(s.rows) for s in sessions),
                  "warnings": len(warnings), "warning_fields": _warning_kinds(warnings)},
         "instances": stats["instances"],

@@ -1,0 +1,99 @@
+"""The freeze's fast paths keep what the slow ones made: Parquet read by Arrow from the JSONL text, and the
+figures drawn in a child process."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+from pipeline.tasks import figures, parquet_files
+from pipeline.tasks.parquet_files import parquet_bytes, same_json
+
+
+def _read(data: bytes) -> list[dict]:
+    import polars as pl
+
+    return pl.read_parquet(io.BytesIO(data)).to_dicts()
+
+
+def _paths_taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    taken: list[str] = []
+    native, python = parquet_files._native_path, parquet_files._python_path
+
+    def spy_native(*args):  # type: ignore[no-untyped-def]
+        result = native(*args)
+        taken.append("native" if result is not None else "declined")
+        return result
+
+    def spy_python(*args):  # type: ignore[no-untyped-def]
+        taken.append("python")
+        return python(*args)
+
+    monkeypatch.setattr(parquet_files, "_native_path", spy_native)
+    monkeypatch.setattr(parquet_files, "_python_path", spy_python)
+    return taken
+
+
+def test_release_shaped_records_take_the_native_path_and_keep_every_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _paths_taken(monkeypatch)
+    records = [
+        {"id": "a", "score": 3, "flag": True, "views": [{"target": "B", "viewpoint": "v"}], "mixed": 7,
+         "text": "é \u202e \"quoted\" \\ back", "rows": [[1, 2], []]},
+        {"id": "b", "score": 2.5, "views": [{"target": "C", "source": "A", "viewpoint": "w"}], "mixed": "7",
+         "text": None, "rows": []},
+        {"id": "c", "score": None, "flag": False, "views": [], "mixed": None, "only_here": {"k": [1, 2]}},
+    ]
+    data, as_json = parquet_bytes(records, "test.parquet")
+    assert taken == ["native"]
+    assert as_json == ["mixed"]  # a number in one record, text in another: stored as each value's JSON
+    for record, back in zip(records, _read(data), strict=True):
+        back["mixed"] = None if back["mixed"] is None else json.loads(back["mixed"])
+        assert same_json(record, back), back
+
+
+@pytest.mark.parametrize("records", [
+    [{"id": "a", "when": "2020-01-01"}, {"id": "b", "when": "2021-02-03 04:05:06"}],  # Arrow guesses timestamps
+    [{"id": "a", "n": 12345678901234567890}],                     # beyond int64: Arrow reads a float
+    [{"id": "a", "n": 9007199254740993}, {"id": "b", "n": 0.5}],  # beyond 2**53 in a float column
+    [{"id": "a", "deep": [{"x": [12345678901234567891]}]}],
+])
+def test_values_arrow_would_change_take_the_python_path(records: list[dict], monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _paths_taken(monkeypatch)
+    data, as_json = parquet_bytes(records, "test.parquet")
+    assert taken == ["declined", "python"]
+    for record, back in zip(records, _read(data), strict=True):
+        back = {k: json.loads(v) if k in as_json and v is not None else v for k, v in back.items()}
+        assert same_json(record, back) and all(type(back[k]) is type(v) for k, v in record.items()
+                                               if not isinstance(v, list)), back
+
+
+def test_native_and_python_paths_store_the_same_values() -> None:
+    records = [{"id": str(n), "x": n * 0.5, "names": ["A", "B"][: n % 3], "gold": {"label": "l" * n, "n": n}}
+               for n in range(50)]
+    native = parquet_files._native_path(records, "".join(parquet_files.dumps(r) + "\n" for r in records).encode())
+    assert native is not None
+    python = parquet_files._python_path(records, "test.parquet")
+    assert _read(native[0]) == _read(python[0]) and native[1] == python[1] == []
+
+
+JOBS = [("figures/labels_itp.png", "distribution", ("ITP: gold labels", {"couple": {"yes": 3, "no": 2},
+                                                                          "family": {"yes": 1}}, "label"))]
+
+
+def test_figures_drawn_in_a_child_process_are_the_bytes_drawn_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    here = figures.render_jobs(JOBS)
+    calls: list[int] = []
+    monkeypatch.setattr(figures, "render_jobs", lambda jobs: calls.append(1) or {})  # only the child may draw
+    with figures.rendering(JOBS) as rendered:
+        assert rendered() == here
+    assert calls == []
+
+
+def test_figures_are_drawn_here_when_no_child_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    here = figures.render_jobs(JOBS)
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with figures.rendering(JOBS) as rendered:
+        assert rendered() == here
