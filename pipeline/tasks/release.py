@@ -30,7 +30,7 @@ from pydantic import Field
 
 import pipeline
 from pipeline.benchmark_format import BenchmarkSession
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, naming
 from pipeline.records import Record
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.store import TMP_MARK, sha256_json
@@ -126,7 +126,7 @@ class ReleaseWriter:
         target = self.folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
         digest, size, count = hashlib.sha256(), 0, 0
-        with target.open("wb") as handle:
+        with naming(target), target.open("wb") as handle:
             for line in lines:
                 data = line.encode("utf-8")
                 handle.write(data)
@@ -139,7 +139,8 @@ class ReleaseWriter:
         """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
         target = self.folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        with naming(target):
+            target.write_bytes(data)
         entry = file_entry(path, data)
         self.entries[path] = entry if rows is None else {**entry, "rows": rows}
 
@@ -251,7 +252,8 @@ def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], setti
         packed = (clips.linked, clips.copied)
     writer.bytes("README.md", dataset_card(version, stats, core).encode())
     manifest = manifest_bytes({**core, "files": writer.manifest_files()})
-    (folder / MANIFEST).write_bytes(manifest)
+    with naming(folder / MANIFEST):
+        (folder / MANIFEST).write_bytes(manifest)
     return manifest, build, warnings, len(writer.entries) + 1, packed
 
 
@@ -316,6 +318,10 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
         else:
             moved = install_release(staged, out_dir)
             superseded = str(moved) if moved else None
+    except OSError as exc:  # name the release's file, not the staging folder that is removed below
+        if isinstance(exc.filename, str) and Path(exc.filename).is_relative_to(staged):
+            exc.filename = str(out_dir / Path(exc.filename).relative_to(staged))
+        raise
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     return ReleaseSummary(version=version, path=str(out_dir), unchanged=unchanged, superseded=superseded,
