@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
@@ -21,6 +22,21 @@ class RescueError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} (fix: {self.fix})" if self.fix else self.message
+
+
+def masked_url(url: str) -> str:
+    """`url` fit to print, log or store: a password in it becomes *** (http://user:***@host), and so does a
+    user name alone (http://***@host: often a token)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.rpartition("@")[2] if "@" in url else url
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    shown = f"{user}:***" if colon else "***"
+    return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
 
 
 def describe_validation(exc: Exception) -> str:
