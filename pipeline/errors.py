@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+# `.<name>.tmp-<id>`: the temporary sibling an atomic write fills before renaming it to <name> (pipeline/store.py)
+_STAGING = re.compile(r"^\.(.+)\.tmp-[0-9A-Za-z]+$")
+
+
+def final_path(path: str) -> str:
+    """`path` as the user knows it: a temporary staging folder or file (removed when the write failed) is named
+    by what it was to become, e.g. build/release/.v1.tmp-1a2b/gold/er.jsonl -> build/release/v1/gold/er.jsonl."""
+    parts = Path(path).parts
+    return str(Path(*(m.group(1) if (m := _STAGING.match(part)) else part for part in parts))) if parts else path
 
 
 class RescueError(Exception):
@@ -80,8 +90,8 @@ def os_error_message(exc: OSError, where: Path | str | None = None) -> RescueErr
     reason = exc.strerror or type(exc).__name__
     if exc.errno in DISK_FULL and (path is not None or where is not None):
         # a copy names both files (shutil: source, then destination): the full disk is the destination's
-        target = exc.filename2 or (path if path is not None else where)
-        mount = mount_point(target)  # type: ignore[arg-type]
+        target = final_path(str(exc.filename2 or (path if path is not None else where)))
+        mount = mount_point(target)
         what = "the quota of the user" if exc.errno == errno.EDQUOT else "space"
         return RescueError(
             f"cannot write {target}: {reason}",

@@ -318,10 +318,6 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
         else:
             moved = install_release(staged, out_dir)
             superseded = str(moved) if moved else None
-    except OSError as exc:  # name the release's file, not the staging folder that is removed below
-        if isinstance(exc.filename, str) and Path(exc.filename).is_relative_to(staged):
-            exc.filename = str(out_dir / Path(exc.filename).relative_to(staged))
-        raise
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     return ReleaseSummary(version=version, path=str(out_dir), unchanged=unchanged, superseded=superseded,
