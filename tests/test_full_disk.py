@@ -17,9 +17,12 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.annotate.accounts import add_annotators
-from pipeline.annotate.pull import ANNOTATIONS_FILE, SUMMARY_FILE
+from pipeline.annotate.pull import ANNOTATIONS_FILE, SUMMARY_FILE, pull_annotations
 from pipeline.annotate.push import push_rows
 from pipeline.cli import main
+from pipeline.corpus.build import _step
+from pipeline.corpus.context import CorpusContext
+from pipeline.errors import RescueError
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 from tests.test_release_cli import published_benchmark
@@ -30,7 +33,7 @@ def small_disk(folder: Path, size: str) -> Iterator[Path]:
     """A tmpfs of `size` mounted on `folder` for the duration; unmounted after, also when the test fails."""
     folder.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(folder)],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
     if mounted.returncode != 0:
         pytest.skip(f"mounting a tmpfs is not permitted here (needs root or CAP_SYS_ADMIN): {mounted.stderr.strip()}")
     try:
@@ -109,11 +112,14 @@ def test_pull_on_a_full_disk_says_where_keeps_no_half_snapshot_and_completes_nex
         assert f"fix: free space on the filesystem mounted at {annotations}" in fix
         assert os.listdir(annotations) == []  # the snapshot folder being written was removed
 
-        # the build's pull step: the same one line, not "internal error OSError(28, ...)"
-        code, out = rescue(root, "build", "--only", "pull")
-        assert code == 1
-        assert "internal error" not in out and "No space left on device" in out
-        assert f"free space on the filesystem mounted at {annotations}" in " ".join(out.split())
+        # The build's boundary around its pull step (what `rescue build` runs; the whole build would first
+        # transcribe the sessions with real models): the same one line, not "internal error OSError(28, ...)".
+        ctx = CorpusContext.load(pushed.project)
+        with pytest.raises(RescueError) as caught, _step(ctx, "pull"):
+            pull_annotations(pushed.project, pushed.connection, settings=SETTINGS)
+        assert caught.value.message.startswith(f"rescue build, step pull: cannot write {annotations}/")
+        assert "No space left on device" in caught.value.message and "internal error" not in caught.value.message
+        assert f"free space on the filesystem mounted at {annotations}" in caught.value.fix
         assert os.listdir(annotations) == []
 
         resize(annotations, "64m")

@@ -109,8 +109,7 @@ def _add(project: Project, scenario: str, names: list[str]) -> tuple[int, str]:
     ("family", ["-Ann", "Bob"], "starts with '-'"),
     ("family", ["Ann\u202eboB", "Bob"], "direction-override character (U+202E)"),
     ("family", ["Ann\u200bLee", "Bob"], "invisible formatting or direction-override character (U+200B)"),
-    ("family", ["Thérapist", "Bob"], "Therapist is a reserved label, not a participant name ('Thérapist' reads as "
-                                     "Therapist)"),
+    ("family", ["Thérapist", "Bob"], "not a participant name ('Thérapist' reads as Therapist)"),
     ("couple", ["FAMÍLY", "Bob"], "Family is a reserved label"),
     ("family", ["../../etc", "Bob"], "contains '/', '\\' or '..'"),
     ("family", ["Ann\\Lee", "Bob"], "contains '/', '\\' or '..'"),
@@ -162,7 +161,8 @@ def test_a_password_in_a_base_url_is_never_echoed_and_the_fix_names_the_flag(tmp
                        "--model", "m", "--base-url", "http://bob:pw456@127.0.0.1:9/v1")
     assert code == 1 and "base_url must not hold credentials" in out
     assert "pw456" not in out and "bob:***@127.0.0.1:9" in out
-    assert "RESCUE_ASR" not in out and "fix: correct the --base-url flag (or base_url in [tool.rescue.run_model])" in out
+    assert "RESCUE_ASR" not in out
+    assert "fix: correct the --base-url flag (or base_url in [tool.rescue.run_model])" in out
     code, out = rescue(tmp_path, "run-model", "--task", "itp", "--mode", "dialogue", "--release", str(release),
                        "--model", "m", "--base-url", "ftp://bob:pw456@127.0.0.1/v1")
     assert code == 1 and "is not an http(s) URL" in out and "pw456" not in out

@@ -84,8 +84,9 @@ class ChatRunStats:
         if self.not_sent:
             parts.append(f"{self.not_sent} not sent")
         if self.damaged_cache:
-            parts.append(f"{len(self.damaged_cache)} damaged cache entr{'y' if len(self.damaged_cache) == 1 else 'ies'} "
-                         f"asked again (first: {self.damaged_cache[0]})")
+            count = len(self.damaged_cache)
+            parts.append(f"{count} damaged cache entr{'y' if count == 1 else 'ies'} asked again "
+                         f"(first: {self.damaged_cache[0]})")
         retries = self.tries - self.answers
         if retries > 0:
             parts.append(f"{retries} retries")

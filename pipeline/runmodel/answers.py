@@ -6,7 +6,8 @@ a VP viewpoint without `source` gets the speaker. What is left must pass the eva
 predictions.jsonl holds only answers `rescue evaluate` scores as given. Every instance of the batch that gets
 no prediction is unanswered with a reason `<kind>: <detail>`: the answer is not JSON (all ids of the
 request), the answer was longer than the run's bound (max_completion_tokens x a bytes-per-token bound, see
-pipeline/llm/client.py; such an answer is not kept), the model refused, left an id out, gave it twice, or gave nothing usable for it.
+pipeline/llm/client.py; such an answer is not kept), the model refused, left an id out, gave it twice, or
+gave nothing usable for it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ Rows are runs, ordered by model, input mode (in the spec's order), release and r
 paper's metrics per scope (overall, couple, family). ER/VP show the judge's scores for runs scored with a
 judge and the offline text similarity for the others (the `scorer` column says which). A scores.json that
 cannot be read, or whose fields the board shows have the wrong types (`ScoresFile`: text where text belongs,
-finite numbers or nothing for the metrics), is named in a warning with the field and left out; runs scored against different releases are marked by
-the release column and a warning.
+finite numbers or nothing for the metrics), is named in a warning with the field and left out; runs scored
+against different releases are marked by the release column and a warning.
 """
 
 from __future__ import annotations
