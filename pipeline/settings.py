@@ -90,11 +90,11 @@ class SettingsOverrides:
         return ", ".join(f"{key}={_shown(value)}" for key, value in self.values if wanted is None or key in wanted)
 
 
-
 NO_OVERRIDES = SettingsOverrides()
 
 # Sections that environment variables override too (pipeline/cli/options.py reads them); the others only flags.
 ENVIRONMENT_PREFIXES = {"speech.asr": "RESCUE_ASR_", "speech.diarization": "RESCUE_DIARIZATION_"}
+FLAGS = {"run_model.extra_headers": "--header"}  # the flags not named after their key
 
 
 def _shown(value: Any) -> str:
@@ -104,7 +104,7 @@ def _shown(value: Any) -> str:
 def override_source(dotted: str) -> str:
     """Where a run's override of `dotted` ("run_model.base_url") came from, in the user's words."""
     section, _, key = dotted.rpartition(".")
-    flag = f"--{key.replace('_', '-')}"
+    flag = FLAGS.get(dotted, f"--{key.replace('_', '-')}")
     prefix = ENVIRONMENT_PREFIXES.get(section)
     place = f"{key} in [tool.rescue.{section}]"
     return f"the {flag} flag or {prefix}{key.upper()}" if prefix else f"the {flag} flag (or {place})"
