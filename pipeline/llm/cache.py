@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.errors import describe_validation
+from pipeline.errors import describe_validation, naming
 
 AREA = "llm-cache"
 
@@ -67,9 +67,13 @@ class ResponseCache:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._made = True
         data = memoryview(answer.model_dump_json().encode("utf-8"))
-        handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            while data:
-                data = data[os.write(handle, data):]
-        finally:
-            os.close(handle)
+        with naming(path):
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                while data:
+                    data = data[os.write(handle, data):]
+            except OSError:  # a full disk: no torn entry is left to be read back
+                path.unlink(missing_ok=True)
+                raise
+            finally:
+                os.close(handle)
