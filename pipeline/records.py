@@ -37,7 +37,24 @@ SessionId = Annotated[str, AfterValidator(check_session_id)]
 PARTICIPANT_NAME_RULE = (
     "a participant name is one name on one line: no ';' (it separates names in the catalog), no '<' or '>', "
     "no control characters, no leading, trailing or doubled spaces, and not a reserved label ("
-    + ", ".join(sorted(RESERVED_NAMES)) + ") in any case")
+    + ", ".join(sorted(RESERVED_NAMES)) + ") in any case or accent; it does not start with = + - @ (a spreadsheet "
+    "runs such a cell as a formula), holds no invisible or direction-override character, no '/' or '\\' and "
+    "no '..'")
+
+# Each participant is a speaker to tell apart, a choice in every Label Studio name field and a candidate in the
+# STP task; published sessions have a handful (e.g. Maria, Nick, Joel). A bound well above that catches a pasted
+# list or a generated catalog gone wrong before it reaches the diarizer and the annotation server.
+MAX_PARTICIPANTS = 12
+# Spec: a couple session has its two partners (some couple folders hold three: `aryn_josh_and_lorena`); a
+# family session has at least two members (one client alone is not a family session).
+PARTICIPANT_COUNTS = {"couple": (2, 3), "family": (2, MAX_PARTICIPANTS)}
+_FORMULA_STARTS = ("=", "+", "-", "@")
+
+
+def folded(name: str) -> str:
+    """`name` without case or accents ("Thérapist" -> "therapist"): how a reader could confuse two labels."""
+    decomposed = unicodedata.normalize("NFKD", name)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
 
 def participant_name_problem(name: str) -> str | None:
@@ -50,13 +67,21 @@ def participant_name_problem(name: str) -> str | None:
         return "it contains '<' or '>' (markup)"
     if any(unicodedata.category(ch) in {"Cc", "Zl", "Zp"} for ch in name):
         return "it contains a line break or another control character"
+    invisible = [ch for ch in name if unicodedata.category(ch) == "Cf"]
+    if invisible:  # e.g. U+202E turns the rest of a line around in every table, report and file name
+        return f"it contains an invisible formatting or direction-override character (U+{ord(invisible[0]):04X})"
+    if name.startswith(_FORMULA_STARTS):
+        return f"it starts with {name[0]!r}: a spreadsheet opening the catalog or a report would run it as a formula"
+    if any(ch in name for ch in "/\\") or ".." in name:
+        return "it contains '/', '\\' or '..' (a path, not a name)"
     if name != name.strip():
         return "it starts or ends with a space"
     if re.search(r"\s{2,}", name) or re.search(r"[^\S ]", name):
         return "it contains doubled spaces or a tab-like space"
-    reserved = {label.casefold(): label for label in RESERVED_NAMES}.get(name.casefold())
+    reserved = {folded(label): label for label in RESERVED_NAMES}.get(folded(name))
     if reserved:
-        return f"{reserved} is a reserved label, not a participant name"
+        same = "" if name.casefold() == reserved.casefold() else f" ({name!r} reads as {reserved})"
+        return f"{reserved} is a reserved label, not a participant name{same}"
     return None
 
 
@@ -95,12 +120,19 @@ class CatalogEntry(Record):
     @model_validator(mode="after")
     def _check(self) -> CatalogEntry:
         names = list(self.participants)
+        if len(names) > MAX_PARTICIPANTS:  # before the names: one line, not 10,000 problems
+            raise ValueError(f"{len(names)} participants: more than {MAX_PARTICIPANTS}, the most one session may "
+                             "have (each is a speaker to tell apart and a choice in every annotation field)")
         for name in names:
             problem = participant_name_problem(name)
             if problem:
                 raise ValueError(f"participant name {name!r} is not allowed: {problem} (rule: {PARTICIPANT_NAME_RULE})")
-        if len({n.casefold() for n in names}) != len(names):
+        if len({folded(n) for n in names}) != len(names):
             raise ValueError(f"participant names repeat: {', '.join(names)}")
+        least, most = PARTICIPANT_COUNTS[self.scenario]
+        if not least <= len(names) <= most:
+            raise ValueError(f"a {self.scenario} session has {least}-{most} participants (the therapist is not "
+                             f"one), not {len(names)}: {', '.join(names)}")
         if (self.clip_start is None) != (self.clip_end is None):
             raise ValueError("give both clip_start and clip_end, or neither")
         if self.clip_start is not None and self.clip_end is not None and self.clip_end <= self.clip_start:

@@ -51,7 +51,7 @@ def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: st
     except RescueError as exc:
         run = StageRun(status="failed", error=str(exc), **common)
     except OSError as exc:  # a read-only or full build area names the path and the fix; others are bugs
-        known = os_error_message(exc)
+        known = os_error_message(exc, where=project.build)
         run = StageRun(status="failed", error=str(known) if known else f"internal error: {exc!r}",
                        traceback=traceback.format_exc(), **common)
     except Exception as exc:  # a bug, not bad input: keep the traceback for the report

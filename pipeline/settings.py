@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pipeline.errors import RescueError, describe_validation
+from pipeline.errors import RescueError, describe_validation, masked_url
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.corpus.settings import BuildSettings
@@ -84,11 +84,30 @@ class SettingsOverrides:
             level[key] = value
         return merged
 
-    def describe(self) -> str:
-        return ", ".join(f"{key}={value!r}" for key, value in self.values)
+    def describe(self, keys: Iterable[str] | None = None) -> str:
+        """`key=value, ...` (only `keys` when given), fit to print: a password or token in a URL is masked."""
+        wanted = None if keys is None else set(keys)
+        return ", ".join(f"{key}={_shown(value)}" for key, value in self.values if wanted is None or key in wanted)
 
 
 NO_OVERRIDES = SettingsOverrides()
+
+# Sections that environment variables override too (pipeline/cli/options.py reads them); the others only flags.
+ENVIRONMENT_PREFIXES = {"speech.asr": "RESCUE_ASR_", "speech.diarization": "RESCUE_DIARIZATION_"}
+FLAGS = {"run_model.extra_headers": "--header"}  # the flags not named after their key
+
+
+def _shown(value: Any) -> str:
+    return repr(masked_url(value)) if isinstance(value, str) else repr(value)
+
+
+def override_source(dotted: str) -> str:
+    """Where a run's override of `dotted` ("run_model.base_url") came from, in the user's words."""
+    section, _, key = dotted.rpartition(".")
+    flag = FLAGS.get(dotted, f"--{key.replace('_', '-')}")
+    prefix = ENVIRONMENT_PREFIXES.get(section)
+    place = f"{key} in [tool.rescue.{section}]"
+    return f"the {flag} flag or {prefix}{key.upper()}" if prefix else f"the {flag} flag (or {place})"
 
 
 def _read_table(root: Path) -> dict[str, Any]:
@@ -115,6 +134,10 @@ def load_settings(root: Path, overrides: SettingsOverrides = NO_OVERRIDES) -> Se
     try:
         return Settings.model_validate(overrides.applied_to(table))
     except ValidationError as exc:
-        raise RescueError(f"settings override {overrides.describe()}: {describe_validation(exc)}",
-                          "fix the command-line flag or the RESCUE_ASR_* / RESCUE_DIARIZATION_* variable that "
-                          "sets it") from exc
+        given = {key for key, _ in overrides.values}
+        # the overrides the errors are about (a check across fields names its section: every override in it)
+        named = {key for err in exc.errors() for key in given
+                 if key == ".".join(map(str, err["loc"])) or key.startswith(".".join(map(str, err["loc"])) + ".")}
+        named = named or given
+        raise RescueError(f"settings override {overrides.describe(named)}: {describe_validation(exc)}",
+                          "correct " + " / ".join(override_source(key) for key in sorted(named))) from exc

@@ -3,7 +3,8 @@
 A stage writes its session outputs into a temporary sibling folder and renames it into place, then
 records a `StageRun` (fingerprint of inputs + settings + stage version, and the output files with
 their sizes). A crash at any point leaves either the last good output or nothing, plus temporary
-folders named `.<name>.tmp-*` that `sweep_leftovers` removes on the next run.
+folders named `.<name>.tmp-*` that `sweep_leftovers` removes on the next run. A write that fails (a full
+disk) removes its temporary file or folder at once and raises an OSError that names the path it was writing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, JsonValue, model_validator
 
 from pipeline import __version__
+from pipeline.errors import naming
 from pipeline.records import Record
 
 TMP_MARK = ".tmp-"
@@ -54,7 +56,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_sibling(path, TMP_MARK)
     try:
-        with tmp.open("wb") as handle:
+        with naming(path), tmp.open("wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -93,7 +95,8 @@ def atomic_dir(final: Path) -> Iterator[Path]:
     tmp = _tmp_sibling(final, TMP_MARK)
     tmp.mkdir()
     try:
-        yield tmp
+        with naming(final):
+            yield tmp
         old = _tmp_sibling(final, OLD_MARK)
         if final.exists():
             os.replace(final, old)

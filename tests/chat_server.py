@@ -4,7 +4,7 @@ It stands in for the remote model service, which no test machine can reach: test
 port, point the client's `base_url` at it and decide every answer through a `responder`. It checks what a
 strict server checks (bearer key, the request's shape, `response_format`: JSON mode or a valid strict
 JSON schema) and can answer with anything a real one does: JSON, broken JSON, HTTP errors with `Retry-After`,
-slow answers, no answer in time. Reusable by any test of a chat client (pre-annotation, model runs).
+slow answers, no answer in time, or a raw body of any type (a web page answered with HTTP 200). Reusable by any test of a chat client (pre-annotation, model runs).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     error: str = ""  # the error body's message (status != 200)
     delay_s: float = 0.0  # wait before answering (a slow model, or longer than the client's timeout)
+    raw_body: bytes | None = None  # sent as it is with `content_type` instead of a chat completion
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -153,11 +155,12 @@ class ChatServer:
             def log_message(self, *_: Any) -> None:  # quiet: tests read `received`, not a log
                 pass
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode("utf-8")
+            def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None,
+                      content_type: str = "application/json") -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
@@ -195,6 +198,8 @@ class ChatServer:
                     time.sleep(reply.delay_s)
                 if reply.status != 200:
                     return self._error(reply.status, reply.error or f"status {reply.status}", reply.headers)
+                if reply.raw_body is not None:
+                    return self._send(200, reply.raw_body, reply.headers, reply.content_type)
                 content = reply.content or ""
                 prompt = tokens(json.dumps(body["messages"]))
                 self._send(200, {

@@ -72,7 +72,8 @@ def test_bracketed_text_in_messages_is_printed_as_it_is(project: Project) -> Non
     """Rich markup must not eat `[tool.rescue.ingest]` (it did: "lower  min_clip_seconds")."""
     make_video(project.raw_video / "short.mp4", 3.0)
     result = CliRunner().invoke(main, ["--root", str(project.root), "add-session", str(project.raw_video / "short.mp4"),
-                                       "--id", "s", "--scenario", "couple", "-p", "Ann", "--clip", "0", "2"])
+                                       "--id", "s", "--scenario", "couple", "-p", "Ann", "-p", "Bob", "--clip", "0",
+                                       "2"])
     assert result.exit_code == 1
     assert "lower [tool.rescue.ingest] min_clip_seconds" in result.output, result.output
     assert "error: " in result.output and "fix: " in result.output

@@ -12,27 +12,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
 
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, masked_url
 
 TIMEOUT = 600.0  # seconds; a full export of the benchmark takes a while
 LIST_PAGE = 10_000
-
-
-def masked_url(url: str) -> str:
-    """`url` fit to print, log or store: a password in it becomes *** (http://user:***@host), and so does a
-    user name alone (http://***@host: often a token)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url.rpartition("@")[2] if "@" in url else url
-    userinfo, at, host = parts.netloc.rpartition("@")
-    if not at:
-        return url
-    user, colon, _ = userinfo.partition(":")
-    shown = f"{user}:***" if colon else "***"
-    return urlunsplit(parts._replace(netloc=f"{shown}@{host}"))
 
 
 @dataclass(frozen=True)

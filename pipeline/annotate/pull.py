@@ -35,7 +35,7 @@ from pipeline.annotate.projects import SHARED, annotation_projects, annotator_ti
 from pipeline.annotate.push import schema_path
 from pipeline.annotate.server import connect
 from pipeline.annotate.settings import AnnotateSettings
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, naming
 from pipeline.project import Project
 from pipeline.records import Record, Scenario
 from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
@@ -129,7 +129,7 @@ def _new_snapshot_dir(base: Path) -> tuple[str, Path]:
 
 def _write_readonly(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("xb") as handle:  # never overwrite
+    with naming(path), path.open("xb") as handle:  # never overwrite; a full disk names the file
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())

@@ -15,6 +15,7 @@ from pipeline.cli import agreement, annotate, build, leaderboard, preannotate, r
 from pipeline.cli.console import err_console, line, styled
 from pipeline.cli.options import environment_overrides
 from pipeline.errors import RescueError, os_error_message
+from pipeline.project import Project
 
 
 class RescueGroup(click.Group):
@@ -24,14 +25,22 @@ class RescueGroup(click.Group):
         try:
             return super().invoke(ctx)
         except (RescueError, OSError) as exc:
-            # An OSError that names its file (a read-only or full build area) is the user's to fix, too.
-            error = exc if isinstance(exc, RescueError) else os_error_message(exc)
+            # An OSError that names its file (a read-only or full build area) is the user's to fix, too; a full
+            # disk always is: without a file name, the build folder is where this command was writing.
+            error = exc if isinstance(exc, RescueError) else os_error_message(exc, where=_build_folder(ctx))
             if error is None or (ctx.obj or {}).get("debug"):
                 raise
             err_console.print(line(styled("error:", "bold red"), " ", error.message))
             if error.fix:
                 err_console.print(line("  ", styled("fix:", "bold"), " ", error.fix))
             sys.exit(1)
+
+
+def _build_folder(ctx: click.Context) -> Path | None:
+    try:
+        return Project.at((ctx.obj or {}).get("root")).build
+    except (RescueError, OSError):
+        return None
 
 
 @click.group(cls=RescueGroup, context_settings={"help_option_names": ["-h", "--help"]})

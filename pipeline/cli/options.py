@@ -8,12 +8,12 @@ from collections.abc import Mapping
 import click
 
 from pipeline.project import Project
-from pipeline.settings import NO_OVERRIDES, SettingsOverrides
+from pipeline.settings import ENVIRONMENT_PREFIXES, NO_OVERRIDES, SettingsOverrides
 from pipeline.speech.settings import AsrSettings, DiarizationSettings
 
 # Environment variables that users set instead of flags (docs/speech.md): prefix -> settings section.
-ENVIRONMENT_SECTIONS = {"RESCUE_ASR_": ("speech.asr", AsrSettings),
-                        "RESCUE_DIARIZATION_": ("speech.diarization", DiarizationSettings)}
+ENVIRONMENT_SECTIONS = {ENVIRONMENT_PREFIXES[section]: (section, model)
+                        for section, model in (("speech.asr", AsrSettings), ("speech.diarization", DiarizationSettings))}
 
 
 def environment_overrides(environ: Mapping[str, str]) -> SettingsOverrides:

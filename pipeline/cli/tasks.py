@@ -132,7 +132,8 @@ def _freeze_step(project: Project, file_only: dict[str, object], overrides: Sett
 @click.argument("release", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def verify(release: Path, as_json: bool) -> None:
-    """Recompute every hash in RELEASE/MANIFEST.json; report changed, missing and extra files (exit 1 if any)."""
+    """Recompute every hash in RELEASE/MANIFEST.json; report changed, missing and extra files
+    and any symbolic link or other non-plain entry (exit 1 if any)."""
     from pipeline.tasks.verify import verify_release
 
     report = verify_release(release)
@@ -145,6 +146,8 @@ def verify(release: Path, as_json: bool) -> None:
             console.print(line(styled("missing", "red"), f" {path}"))
         for path in report.extra:
             console.print(line(styled("extra", "red"), f"   {path}"))
+        for entry in report.not_plain:
+            console.print(line(styled("not plain", "red"), f" {entry.path}: {entry.problem}"))
         verdict = "intact" if report.ok else "NOT intact"
         console.print(f"{release}: {report.checked} files listed, {verdict}", highlight=False)
     if not report.ok:

@@ -90,6 +90,14 @@ def server_needed(ctx: CorpusContext, steps: Collection[str] | None = None) -> s
     return next((why for name in readers if name in OUT_OF_DATE and (why := OUT_OF_DATE[name](ctx))), None)
 
 
+def _record_failure(ctx: CorpusContext, state: StepState) -> None:
+    """The failed step's state, where the disk lets it be written: on a full disk the error itself matters more."""
+    try:
+        write_state(ctx.project, state)
+    except OSError:
+        pass
+
+
 @contextmanager
 def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
     """Record a failing step's error and turn it into one RescueError naming the step."""
@@ -97,15 +105,15 @@ def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
     try:
         yield
     except RescueError as exc:
-        write_state(ctx.project, StepState(step=name, status="failed", error=exc.message))
+        _record_failure(ctx, StepState(step=name, status="failed", error=exc.message))
         raise RescueError(f"rescue build, step {name}: {exc.message}", exc.fix) from exc
     except Exception as exc:
-        known = os_error_message(exc) if isinstance(exc, OSError) else None
+        known = os_error_message(exc, where=ctx.project.build) if isinstance(exc, OSError) else None
         if known is not None:  # a read-only or full build area: the path and the fix
-            write_state(ctx.project, StepState(step=name, status="failed", error=known.message))
+            _record_failure(ctx, StepState(step=name, status="failed", error=known.message))
             raise RescueError(f"rescue build, step {name}: {known.message}", known.fix) from exc
         # a bug: keep it on record, say how to see the traceback
-        write_state(ctx.project, StepState(step=name, status="failed", error=f"internal error: {exc!r}"))
+        _record_failure(ctx, StepState(step=name, status="failed", error=f"internal error: {exc!r}"))
         raise RescueError(f"rescue build, step {name}: internal error {exc!r}",
                           "run `rescue --debug build` for the traceback and report it") from exc
 

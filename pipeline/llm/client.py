@@ -4,8 +4,10 @@ The only module that imports the `openai` SDK. The SDK's own retries are off (`m
 ours (`retry`: Retry-After honoured, capped backoff) are the only ones and every try is counted.
 
 Outcomes, one per request in order: `ChatAnswer` (from the server or the cache; whether it is usable is
-the caller's business) or `NotSent` (the budget was reached first). Problems that no row can get past
-(missing or refused key, endpoint unreachable, a request the server rejects, retries used up) raise one
+the caller's business; one longer than the run's bound has no content and says why in `problem`) or
+`NotSent` (the budget was reached first). Problems that no row can get past
+(missing or refused key, endpoint unreachable, a request the server rejects, an answer that is not a chat
+completion at all, such as a web page, retries used up) raise one
 `RescueError` naming the setting to fix, after the requests in flight finish; their answers are cached,
 so the next run resumes where this one stopped.
 """
@@ -32,6 +34,16 @@ from pipeline.llm.settings import ChatSettings
 
 log = logging.getLogger("rescue.llm")
 
+# An answer may hold at most this many bytes per token of the run's limit: a bound, not an average (English
+# text is 3-5 bytes a token; a token of CJK text or of a long run of spaces or punctuation can be 10-30).
+# Beyond it the answer cannot have come within the limit, and keeping it would let one answer fill the disk.
+MAX_BYTES_PER_TOKEN = 32
+UNSET_LIMIT_TOKENS = 32_768  # the bound's token count when max_completion_tokens = 0 (left to the server)
+
+
+def answer_byte_limit(max_completion_tokens: int) -> int:
+    return (max_completion_tokens or UNSET_LIMIT_TOKENS) * MAX_BYTES_PER_TOKEN
+
 
 @dataclass(frozen=True)
 class ChatAnswer:
@@ -41,6 +53,7 @@ class ChatAnswer:
     prompt_tokens: int
     completion_tokens: int
     cached: bool
+    problem: str = ""  # why the content was not kept (longer than the run's bound); the content is then ""
 
 
 @dataclass(frozen=True)
@@ -63,12 +76,17 @@ class ChatRunStats:
     not_sent: int = 0
     tokens: int = 0
     cost: float | None = None
+    damaged_cache: list[str] = field(default_factory=list)  # cache entries read back damaged, asked again
 
     def describe(self) -> str:
         """One line for the user, e.g. `23 requests: 20 answered, 3 from the cache, 2 retries, 41,210 tokens`."""
         parts = [f"{self.answers} answered", f"{self.cache_hits} from the cache"]
         if self.not_sent:
             parts.append(f"{self.not_sent} not sent")
+        if self.damaged_cache:
+            count = len(self.damaged_cache)
+            parts.append(f"{count} damaged cache entr{'y' if count == 1 else 'ies'} asked again "
+                         f"(first: {self.damaged_cache[0]})")
         retries = self.tries - self.answers
         if retries > 0:
             parts.append(f"{retries} retries")
@@ -154,6 +172,10 @@ class ChatClient:
             outcomes = list(pool.map(one, requests))
         stats.not_sent = sum(isinstance(o, NotSent) for o in outcomes)
         stats.tokens, stats.cost = budget.spent, budget.cost
+        if self._cache and self._cache.damaged:
+            stats.damaged_cache = list(self._cache.damaged)
+            log.warning("%d damaged cache entries were asked again: %s", len(stats.damaged_cache),
+                        "; ".join(stats.damaged_cache[:3]))
         if fatal:
             raise fatal[0]
         return outcomes, stats
@@ -179,6 +201,9 @@ class ChatClient:
             except openai.OpenAIError as exc:
                 raise _Fatal(RescueError(f"the chat endpoint {self.settings.base_url} failed: "
                                          f"{self._clean(str(exc))}", "check the endpoint's settings")) from None
+            except ValueError as exc:  # HTTP 200 whose body is not JSON (a web page, a proxy's login form)
+                raise _Fatal(self._not_a_completion(f"a body that is not JSON ({type(exc).__name__}: "
+                                                    f"{self._clean(str(exc), 120)})")) from None
             if attempt + 1 == tries:
                 raise _Fatal(self._gave_up(why, tries))
             wait = wait_before(attempt, headers, backoff_s=self.settings.backoff_s, cap_s=self.settings.backoff_cap_s)
@@ -189,17 +214,30 @@ class ChatClient:
         raise AssertionError("unreachable")
 
     def _read(self, completion: Any) -> CachedAnswer:
+        if isinstance(completion, str):  # the SDK hands back the text of a body that is not JSON
+            raise _Fatal(self._not_a_completion(f"a {len(completion):,}-character body that is not JSON, starting "
+                                                f"{self._clean(completion, 80)!r}"))
         choice = completion.choices[0] if completion.choices else None
         message = choice.message if choice is not None else None
         usage = completion.usage
         content = (message.content or "") if message is not None else ""
+        if not isinstance(content, str):
+            raise _Fatal(self._not_a_completion(f"a message content of type {type(content).__name__}"))
+        limit, size = answer_byte_limit(self.settings.max_completion_tokens), len(content.encode("utf-8"))
+        problem = ""
+        if size > limit:
+            problem = (f"the answer is {size:,} bytes, more than the run's bound of {limit:,} (max_completion_tokens "
+                       f"{self.settings.max_completion_tokens or f'unset, taken as {UNSET_LIMIT_TOKENS:,}'} "
+                       f"x {MAX_BYTES_PER_TOKEN} bytes a token)")
+            content = ""
         return CachedAnswer(
+            problem=problem,
             content=content,
             finish_reason=str(getattr(choice, "finish_reason", "") or ""),
             refusal=str(getattr(message, "refusal", "") or ""),
             # Servers that report no usage are charged by length (about 4 characters a token).
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0,
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) if usage else max(1, len(content) // 4),
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)) if usage else 0,
+            completion_tokens=_count(getattr(usage, "completion_tokens", 0)) if usage else max(1, size // 4),
             model=str(completion.model or self.settings.model))
 
     def _clean(self, text: str, limit: int = 300) -> str:
@@ -224,6 +262,12 @@ class ChatClient:
                            f"and, if the server refuses max_completion_tokens, set {section} max_completion_tokens "
                            "= 0; the server's message above says more")
 
+    def _not_a_completion(self, what: str) -> RescueError:
+        where, section = self.settings.base_url, self.section
+        return RescueError(f"the chat endpoint {where} answered HTTP 200 with {what}, not a chat completion",
+                           f"check {section} base_url: it must be the OpenAI-compatible API root (most end in /v1), "
+                           "not a web page, a proxy's login page or the server's home page")
+
     def _gave_up(self, why: str, tries: int) -> RescueError:
         where, section = self.settings.base_url, self.section
         if why.startswith("connection failed"):
@@ -235,6 +279,13 @@ class ChatClient:
                            "/ timeout_s")
 
 
+def _count(value: Any) -> int:
+    """A token count as the server reported it; anything but a whole non-negative number (a float such as
+    1e309, text, null) counts 0 rather than reaching the budget or a record."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
 def _answer(stored: CachedAnswer, *, cached: bool) -> ChatAnswer:
     return ChatAnswer(content=stored.content, finish_reason=stored.finish_reason, refusal=stored.refusal,
-                      prompt_tokens=stored.prompt_tokens, completion_tokens=stored.completion_tokens, cached=cached)
+                      prompt_tokens=stored.prompt_tokens, completion_tokens=stored.completion_tokens, cached=cached,
+                      problem=stored.problem)

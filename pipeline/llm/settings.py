@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pipeline.errors import masked_url
+
 
 class ChatSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -39,7 +41,7 @@ class ChatSettings(BaseModel):
     def _plain_url(cls, value: str) -> str:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url {value!r} is not an http(s) URL such as https://api.openai.com/v1")
+            raise ValueError(f"base_url {masked_url(value)!r} is not an http(s) URL such as https://api.openai.com/v1")
         if parts.username or parts.password:
             raise ValueError("base_url must not hold credentials (user:password@): put the key in the "
                              "environment variable named by api_key_env")

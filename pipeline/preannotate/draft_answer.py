@@ -48,6 +48,8 @@ def read_answer(answer: ChatAnswer, json_schema: dict[str, Any], schema: Annotat
     """The row's draft, or why it is quarantined (one line)."""
     if answer.refusal:
         return f"the model refused: {_short(answer.refusal)}"
+    if answer.problem:
+        return f"not kept: {answer.problem}"
     cut = " (the answer was cut off at max_completion_tokens)" if answer.finish_reason == "length" else ""
     try:
         data = json.loads(answer.content)

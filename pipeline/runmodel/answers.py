@@ -5,7 +5,9 @@ ranking task's candidates and repeated labels are dropped (spec section 4), the 
 a VP viewpoint without `source` gets the speaker. What is left must pass the evaluator's own check, so
 predictions.jsonl holds only answers `rescue evaluate` scores as given. Every instance of the batch that gets
 no prediction is unanswered with a reason `<kind>: <detail>`: the answer is not JSON (all ids of the
-request), the model refused, left an id out, gave it twice, or gave nothing usable for it.
+request), the answer was longer than the run's bound (max_completion_tokens x a bytes-per-token bound, see
+pipeline/llm/client.py; such an answer is not kept), the model refused, left an id out, gave it twice, or
+gave nothing usable for it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pipeline.tasks.context import clean, parse_intensity
 from pipeline.tasks.predictions import (CANDIDATES_FIELD, RANKING_FIELD, normalise_should_speak,
                                         parse_prediction)
 
-REASON_KINDS = ("not_sent", "refused", "invalid_json", "no_predictions", "missing_id", "repeated_id",
+REASON_KINDS = ("not_sent", "too_long", "refused", "invalid_json", "no_predictions", "missing_id", "repeated_id",
                 "invalid_answer")
 
 
@@ -81,6 +83,8 @@ def normalised(task: str, item: dict[str, Any], record: dict[str, Any]) -> tuple
 
 def _document(answer: ChatAnswer) -> tuple[list[Any] | None, str]:
     """The answer's `predictions` list, or None and the reason for every id of the request."""
+    if answer.problem:
+        return None, f"too_long: {answer.problem}"
     if answer.refusal:
         return None, f"refused: {answer.refusal[:200]}"
     try:

@@ -110,7 +110,8 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
                    "requests": stats.requests, "sent": stats.answers, "cached": stats.cache_hits,
                    "retries": max(0, stats.tries - stats.answers), "not_sent": stats.not_sent,
                    "answered": len(result.predictions), "unanswered": len(result.unanswered),
-                   "unanswered_by_reason": dict(sorted(kinds.items())), "unknown_ids_in_answers": result.unknown_ids},
+                   "unanswered_by_reason": dict(sorted(kinds.items())), "unknown_ids_in_answers": result.unknown_ids,
+                   "damaged_cache_entries": len(stats.damaged_cache)},
         "left_out_of_mode": left_out,
         "tokens": stats.tokens, "cost": stats.cost,  # spent by this run's requests (cached answers are free)
         "answer_tokens": sum(o.prompt_tokens + o.completion_tokens for o in outcomes if isinstance(o, ChatAnswer)),
@@ -122,7 +123,7 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
 
 
 def _jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
 
 
 RUN_FILES = {RUN_PREDICTIONS, RUN_UNANSWERED, RUN_RECORD, RUN_SCORES}
@@ -164,4 +165,4 @@ def _write_run(folder: Path, predictions: list[dict[str, Any]], unanswered: list
         (folder / RUN_SCORES).unlink(missing_ok=True)  # scored the earlier answers: `rescue evaluate --run` again
     write_text_atomic(folder / RUN_PREDICTIONS, answers)
     write_text_atomic(folder / RUN_UNANSWERED, missing)
-    write_text_atomic(folder / RUN_RECORD, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(folder / RUN_RECORD, json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

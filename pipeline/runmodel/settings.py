@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
+from pipeline.errors import masked_url
 from pipeline.llm.settings import ChatSettings
 
 SECTION = "[tool.rescue.run_model]"
@@ -27,5 +28,5 @@ class RunModelSettings(ChatSettings):
         if not value:
             return None
         if not value.startswith(("http://", "https://")) or "@" in value.split("/")[2]:
-            raise ValueError(f"media_base_url {value!r} must be an http(s) URL without credentials")
+            raise ValueError(f"media_base_url {masked_url(value)!r} must be an http(s) URL without credentials")
         return value.rstrip("/")

@@ -10,7 +10,8 @@ the sample, the row and the field.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -60,12 +61,30 @@ def _field_path(loc: Sequence[int | str]) -> tuple[int | None, str]:
     return row, text or "record"
 
 
+def _non_finite(value: object, loc: tuple[int | str, ...] = ()) -> Iterator[tuple[tuple[int | str, ...], float]]:
+    """Where `value` holds NaN or an infinity (Python's json reads `NaN`, `Infinity` and `1e309` as floats;
+    JSON itself has no such numbers, and no release file may hold one)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield loc, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, (*loc, str(key)))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            yield from _non_finite(item, (*loc, n))
+
+
 def parse_session_line(text: str, line: int) -> tuple[BenchmarkSession | None, list[GoldProblem]]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, [GoldProblem("error", line, "", None, "line", f"not JSON ({exc.msg} at column {exc.colno})")]
     sample_id = str(data.get("sample_id", "")) if isinstance(data, dict) else ""
+    not_numbers = [GoldProblem("error", line, sample_id, *_field_path(loc), f"{value} is not a finite number "
+                               "(NaN, Infinity or a number too large for a float): JSON has no such value")
+                   for loc, value in _non_finite(data)]
+    if not_numbers:
+        return None, not_numbers
     try:
         return BenchmarkSession.model_validate(data), []
     except ValidationError as exc:

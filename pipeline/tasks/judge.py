@@ -108,6 +108,9 @@ def judge_instances(task: str, ids: list[str], usable: Mapping[str, dict[str, An
         if isinstance(outcome, NotSent):
             result.unscored += [{"id": i, "problem": f"not judged: {outcome.reason}"} for i in asked]
             continue
+        if outcome.problem:
+            result.unscored += [{"id": i, "problem": f"not judged: {outcome.problem}"} for i in asked]
+            continue
         scores, problems = _read_graded(task, outcome.content, asked)
         result.scores.update(scores)
         result.unscored += problems

@@ -3,8 +3,9 @@
 Rows are runs, ordered by model, input mode (in the spec's order), release and run id; columns are the
 paper's metrics per scope (overall, couple, family). ER/VP show the judge's scores for runs scored with a
 judge and the offline text similarity for the others (the `scorer` column says which). A scores.json that
-cannot be read is named in a warning and left out; runs scored against different releases are marked by
-the release column and a warning.
+cannot be read, or whose fields the board shows have the wrong types (`ScoresFile`: text where text belongs,
+finite numbers or nothing for the metrics), is named in a warning with the field and left out; runs scored
+against different releases are marked by the release column and a warning.
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from pipeline.errors import describe_validation
 from pipeline.layout import RUN_RECORD, RUN_SCORES
-from pipeline.tasks.instances import TASKS
+from pipeline.tasks.instances import TASKS, TaskName
 from pipeline.tasks.modes import MODES
 
 SCOPES = ("overall", "couple", "family")
@@ -52,6 +57,41 @@ class Leaderboard:
     warnings: list[str] = field(default_factory=list)
 
 
+class _ScoresPart(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow", strict=True)
+
+
+class ReleaseField(_ScoresPart):
+    version: str = "?"
+    manifest_sha256: str = ""
+
+
+class ScoresFile(_ScoresPart):
+    """What the leaderboard reads of a scores.json (other keys are kept, unread): each value it shows has the
+    type `rescue evaluate` writes, so a hand-edited or damaged file is named, never shown as `{'x': 1}`."""
+
+    task: TaskName
+    run_id: str | None = None
+    model: str = ""
+    mode: str = ""
+    release: ReleaseField | None = None
+    text_scorer: str = ""
+    limit: int | None = None
+    scores: dict[str, dict[str, Any]]
+
+    @model_validator(mode="after")
+    def _metrics_are_numbers(self) -> ScoresFile:
+        if "overall" not in self.scores:
+            raise ValueError("scores has no 'overall' scope")
+        for scope in SCOPES:
+            for key, _ in (COUNT, *METRICS[self.task]):
+                value = self.scores.get(scope, {}).get(key)
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if value is not None and not (number and math.isfinite(value)):
+                    raise ValueError(f"scores.{scope}.{key} is {str(value)[:40]!r}, not a finite number")
+        return self
+
+
 def _read_scores(folder: Path, warnings: list[str]) -> dict[str, Any] | None:
     path = folder / RUN_SCORES
     if not path.is_file():
@@ -60,12 +100,11 @@ def _read_scores(folder: Path, warnings: list[str]) -> dict[str, Any] | None:
         return None
     try:
         scores = json.loads(path.read_text(encoding="utf-8"))
-        if scores["task"] not in TASKS or not isinstance(scores["scores"]["overall"], dict):
-            raise ValueError(f"unknown task {scores['task']!r}")
+        ScoresFile.model_validate(scores)
         return scores
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        warnings.append(f"{path} is damaged ({type(exc).__name__}: {exc}); left out: re-score it with "
-                        f"`rescue evaluate --run {folder}`")
+    except (ValueError, UnicodeDecodeError) as exc:  # pydantic's ValidationError is a ValueError
+        why = describe_validation(exc) if isinstance(exc, ValidationError) else f"{type(exc).__name__}: {exc}"
+        warnings.append(f"{path} is damaged ({why}); left out: re-score it with `rescue evaluate --run {folder}`")
         return None
 
 

@@ -29,7 +29,7 @@ from pydantic import Field
 
 import pipeline
 from pipeline.benchmark_format import BenchmarkSession
-from pipeline.errors import RescueError
+from pipeline.errors import RescueError, naming
 from pipeline.records import Record
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.store import TMP_MARK, sha256_json
@@ -131,7 +131,8 @@ class ReleaseWriter:
         """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
         target = self.folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        with naming(target):
+            target.write_bytes(data)
         entry = file_entry(path, data)
         self.entries[path] = entry if rows is None else {**entry, "rows": rows}
 
@@ -242,7 +243,8 @@ def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], setti
         packed = (clips.linked, clips.copied)
     writer.bytes("README.md", dataset_card(version, stats, core).encode())
     manifest = manifest_bytes({**core, "files": writer.manifest_files()})
-    (folder / MANIFEST).write_bytes(manifest)
+    with naming(folder / MANIFEST):
+        (folder / MANIFEST).write_bytes(manifest)
     return manifest, build, warnings, len(writer.entries) + 1, packed
 
 

@@ -143,5 +143,5 @@ def score_run(run: ModelRun, release: Path, *, task: str | None = None, text_sim
               "model": model if isinstance(model, str) and model else "unknown", "release": info,
               "release_check": release_check,
               **{k: v for k, v in report.items() if k not in {"task", "release", "mode"}}}
-    write_text_atomic(run.folder / RUN_SCORES, json.dumps(scores, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(run.folder / RUN_SCORES, json.dumps(scores, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return scores

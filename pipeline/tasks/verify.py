@@ -1,5 +1,7 @@
 """`rescue verify <release>`: recompute every hash and row count listed in MANIFEST.json and report
-each changed, missing or extra file; check the manifest itself too.
+each changed, missing or extra file; check the manifest itself too. A release holds only plain files and
+folders: a symbolic link (even to a listed file, or a loop back into the release) or any other kind of entry
+is reported and never followed.
 
 The manifest's own fields (release name, counts, settings, provenance) are covered by `manifest_sha256`,
 the sha256 of its canonical content without that key; counts that can be recomputed from the files are
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +40,33 @@ class VerifyReport(Record):
     changed: tuple[FileChange, ...] = ()
     missing: tuple[str, ...] = ()
     extra: tuple[str, ...] = ()
+    not_plain: tuple[FileChange, ...] = ()  # symbolic links, sockets, fifos, devices: never part of a release
 
     @property
     def ok(self) -> bool:
-        return not (self.changed or self.missing or self.extra)
+        return not (self.changed or self.missing or self.extra or self.not_plain)
+
+
+def _walk(folder: Path) -> tuple[set[str], list[FileChange]]:
+    """The plain files under `folder` (relative POSIX paths) and every entry that is not a plain file or folder.
+    Links are reported, not followed: a link to a listed file must not pass as that file, and a loop
+    (`ln -s . loop`) must not make the walk endless."""
+    files: set[str] = set()
+    odd: list[FileChange] = []
+    for top, dirs, names in os.walk(folder, followlinks=False):
+        for name in sorted([*dirs, *names]):
+            path = Path(top) / name
+            rel = path.relative_to(folder).as_posix()
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                odd.append(FileChange(path=rel, problem=f"a symbolic link (to {os.readlink(path)}): a release "
+                                                        "holds only plain files"))
+            elif stat.S_ISREG(mode):
+                files.add(rel)
+            elif not stat.S_ISDIR(mode):
+                odd.append(FileChange(path=rel, problem="not a plain file or folder: a release holds only plain "
+                                                        "files"))
+    return files, odd
 
 
 def manifest_problems(manifest: dict[str, Any], listed: dict[str, dict[str, Any]]) -> list[str]:
@@ -93,7 +120,8 @@ def verify_release(folder: Path) -> VerifyReport:
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
         raise RescueError(f"{manifest_path} is not a readable release manifest ({exc})",
                           "restore MANIFEST.json from the published release") from exc
-    present = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()} - {MANIFEST}
+    present, not_plain = _walk(folder)
+    present.discard(MANIFEST)
     changed = []
     own = manifest_problems(manifest, listed)
     if own:
@@ -107,4 +135,5 @@ def verify_release(folder: Path) -> VerifyReport:
                 detail += f", {actual['rows']} rows (manifest {expected.get('rows')})"
             changed.append(FileChange(path=path, problem=detail))
     return VerifyReport(release=str(folder), checked=len(listed), changed=tuple(changed),
-                        missing=tuple(sorted(set(listed) - present)), extra=tuple(sorted(present - set(listed))))
+                        missing=tuple(sorted(set(listed) - present)), extra=tuple(sorted(present - set(listed))),
+                        not_plain=tuple(not_plain))
