@@ -1,7 +1,10 @@
 """Instances per request, and the request each batch becomes (spec section 4, "Model calls"; section 5).
 
 Batches hold instances of one sample only, in the release's order, `batch_size` at most: the model sees one
-sample's context at a time and echoes the sample and each target's id. The video mode sends one instance per
+sample's context at a time and echoes the sample and each target's id. By default (`leak-free`) a batch is also
+closed before an instance that would show a batch-mate its answer, or be shown its own, by the tasks' answer
+sites (pipeline/tasks/answer_sites.py): tasks whose answers no context row carries batch exactly as the paper's
+per-sample chunks (`paper`), which this module still makes on request. The video mode sends one instance per
 request: each record's `video_attachment_index` then points into exactly the videos of its request, as
 written in the release, with no renumbering across a batch, and context clips that several instances share
 are never sent twice in one request with two numbers.
@@ -23,7 +26,8 @@ from pipeline.errors import RescueError
 from pipeline.llm.content import ChatMessage, ContentItem, TextItem, VideoItem, data_url
 from pipeline.llm.request import ChatRequest
 from pipeline.runmodel.prompts import ID_KEYS
-from pipeline.runmodel.settings import RunModelSettings
+from pipeline.runmodel.settings import LEAK_FREE, RunModelSettings
+from pipeline.tasks.answer_sites import Exposure, exposure, shows
 from pipeline.tasks.modes import VIDEO_MODE, prompt_record_for_mode, video_attachments
 
 BATCH_KEYS = ("id", "task", "sample_id", "scenario")  # said once per batch, not per target
@@ -41,13 +45,34 @@ class Batch:
         return [record["id"] for record in self.records]
 
 
-def make_batches(records: list[dict[str, Any]], batch_size: int) -> list[Batch]:
-    """Per sample (in order of first appearance), chunks of at most `batch_size` records."""
+def _chunks(group: list[dict[str, Any]], batch_size: int, task: str, mode: str) -> list[list[dict[str, Any]]]:
+    """In order: a chunk is closed when full or before a record that shows, or is shown, a member's answer."""
+    chunks: list[list[dict[str, Any]]] = []
+    members: list[Exposure] = []
+    for record in group:
+        seen = exposure(task, prompt_record_for_mode(record, mode))
+        clash = any(shows(task, seen, other) or shows(task, other, seen) for other in members)
+        if not chunks or len(chunks[-1]) == batch_size or clash:
+            chunks.append([])
+            members = []
+        chunks[-1].append(record)
+        members.append(seen)
+    return chunks
+
+
+def make_batches(records: list[dict[str, Any]], batch_size: int, *, task: str, mode: str,
+                 batching: str = LEAK_FREE) -> list[Batch]:
+    """Per sample (in order of first appearance), chunks of at most `batch_size` records; `leak-free` also
+    keeps apart records of which one shows the other's answer (in what `mode` shows), `paper` does not."""
     by_sample: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_sample.setdefault(record["sample_id"], []).append(record)
-    return [Batch(sample_id, group[0]["scenario"], tuple(group[start:start + batch_size]))
-            for sample_id, group in by_sample.items() for start in range(0, len(group), batch_size)]
+    batches = []
+    for sample_id, group in by_sample.items():
+        chunks = (_chunks(group, batch_size, task, mode) if batching == LEAK_FREE
+                  else [group[start:start + batch_size] for start in range(0, len(group), batch_size)])
+        batches += [Batch(sample_id, group[0]["scenario"], tuple(chunk)) for chunk in chunks]
+    return batches
 
 
 def target_record(task: str, record: dict[str, Any], mode: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ Rows are runs, ordered by model, input mode (in the spec's order), release and r
 paper's metrics per scope (overall, couple, family). ER/VP show the judge's scores for runs scored with a
 judge and the offline text similarity for the others (the `scorer` column says which). A scores.json that
 cannot be read is named in a warning and left out; runs scored against different releases are marked by
-the release column and a warning.
+the release column and a warning. A run made with `--batching paper` (answers visible in batch-mates'
+contexts) has `[paper batching]` after its mode and a warning; an ITP/STP run made before requests were
+audited gets a warning too.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ METRICS: dict[str, tuple[tuple[str, str], ...]] = {  # task -> (metric key in sc
 }
 FIXED = ("run", "model", "mode", "release", "scorer")
 COUNT = ("instances", "n")  # every scope's first column: the instances scored
+PAPER_MARK = " [paper batching]"
+LEAKY_UNAUDITED = ("itp", "stp")  # tasks whose answers the old per-sample batches showed
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,23 @@ def _table(task: str, runs: list[dict[str, Any]]) -> BoardTable:
                if any(r["scores"].get(scope, {}).get(key) is not None for r in runs)]
     rows = []
     for r in sorted(runs, key=_sort_key):
-        fixed = [r.get("run_id", ""), r.get("model", ""), r.get("mode", ""), _release(r), _scorer(r)]
+        mode = str(r.get("mode", "")) + (PAPER_MARK if r.get("batching") == "paper" else "")
+        fixed = [r.get("run_id", ""), r.get("model", ""), mode, _release(r), _scorer(r)]
         rows.append([*fixed, *(r["scores"].get(scope, {}).get(key) for scope, key, _ in columns)])
     return BoardTable(task, [(scope, name) for scope, _, name in columns], rows)
+
+
+def _batching_warnings(task: str, runs: list[dict[str, Any]]) -> list[str]:
+    paper = sorted(str(r.get("run_id")) for r in runs if r.get("batching") == "paper")
+    old = sorted(str(r.get("run_id")) for r in runs if r.get("batching") not in ("paper", "leak-free"))
+    warnings = []
+    if paper:
+        warnings.append(f"{task.upper()}: {', '.join(paper)} used --batching paper{PAPER_MARK}: the model could see "
+                        "instances' answers in batch-mates' contexts; not comparable with leak-free runs")
+    if old and task in LEAKY_UNAUDITED:
+        warnings.append(f"{task.upper()}: {', '.join(old)} made before requests were audited (per-sample batches "
+                        "that showed answers): re-run them with `rescue run-model` to compare")
+    return warnings
 
 
 def read_leaderboard(runs_dir: Path) -> Leaderboard:
@@ -113,6 +131,7 @@ def read_leaderboard(runs_dir: Path) -> Leaderboard:
         if partial:
             board.warnings.append(f"{task.upper()}: {', '.join(partial)} answered only the first instances "
                                   "(--limit): its n is smaller; compare it only with runs of the same n")
+        board.warnings += _batching_warnings(task, by_task[task])
         releases = sorted({_release(r) for r in by_task[task]})
         if len(releases) > 1:
             board.warnings.append(f"{task.upper()}: runs scored against {len(releases)} releases "
