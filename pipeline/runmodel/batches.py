@@ -1,13 +1,14 @@
 """Instances per request, and the request each batch becomes (spec section 4, "Model calls"; section 5).
 
-Batches hold instances of one sample only, in the release's order, `batch_size` at most: the model sees one
-sample's context at a time and echoes the sample and each target's id. By default (`leak-free`) a batch is also
-closed before an instance that would show a batch-mate its answer, or be shown its own, by the tasks' answer
-sites (pipeline/tasks/answer_sites.py): tasks whose answers no context row carries batch exactly as the paper's
-per-sample chunks (`paper`), which this module still makes on request. The video mode sends one instance per
-request: each record's `video_attachment_index` then points into exactly the videos of its request, as
-written in the release, with no renumbering across a batch, and context clips that several instances share
-are never sent twice in one request with two numbers.
+Batches hold instances of one sample only, each batch in the release's order, `batch_size` at most: the model
+sees one sample's context at a time and echoes the sample and each target's id. By default (`leak-free`) two
+instances of which one would show the other its answer (the tasks' answer sites, pipeline/tasks/answer_sites.py)
+never share a batch: each instance joins the first batch of its sample with room and no such batch-mate. Tasks
+whose answers no context row carries so batch exactly as the paper's per-sample chunks (`paper`), which this
+module still makes on request. The video mode sends one instance per request: each record's
+`video_attachment_index` then points into exactly the videos of its request, as written in the release, with no
+renumbering across a batch, and context clips that several instances share are never sent twice in one request
+with two numbers.
 
 Videos are `video_url` items before the text, in the record's `video_attachments` order (ER/VP: the context
 clips, then the row's own; SSP: the context clips), as data URLs read from the release folder or, with a
@@ -46,18 +47,21 @@ class Batch:
 
 
 def _chunks(group: list[dict[str, Any]], batch_size: int, task: str, mode: str) -> list[list[dict[str, Any]]]:
-    """In order: a chunk is closed when full or before a record that shows, or is shown, a member's answer."""
-    chunks: list[list[dict[str, Any]]] = []
-    members: list[Exposure] = []
+    """First fit, in release order: each record joins the first chunk that has room and holds no record that
+    shows it its answer or whose answer it shows, else opens a new one. Without any such pair this is exactly
+    the per-sample chunking (only the last chunk ever has room)."""
+    chunks: list[tuple[list[dict[str, Any]], list[Exposure]]] = []
     for record in group:
         seen = exposure(task, prompt_record_for_mode(record, mode))
-        clash = any(shows(task, seen, other) or shows(task, other, seen) for other in members)
-        if not chunks or len(chunks[-1]) == batch_size or clash:
-            chunks.append([])
-            members = []
-        chunks[-1].append(record)
-        members.append(seen)
-    return chunks
+        for members, exposures in chunks:
+            if len(members) < batch_size and not any(shows(task, seen, other) or shows(task, other, seen)
+                                                     for other in exposures):
+                members.append(record)
+                exposures.append(seen)
+                break
+        else:
+            chunks.append(([record], [seen]))
+    return [members for members, _ in chunks]
 
 
 def make_batches(records: list[dict[str, Any]], batch_size: int, *, task: str, mode: str,
