@@ -27,7 +27,9 @@ from pipeline.runmodel.prompts import system_prompt
 from pipeline.runmodel.run import run_model
 from pipeline.runmodel.settings import RunModelSettings
 from pipeline.tasks.manifest import MANIFEST, file_entry
+from pipeline.tasks.runs import read_run, score_run
 from tests.chat_server import ChatServer, Received, Reply
+from tests.test_judge import make_run
 from tests.test_run_model import (
     ENV,
     KEY,
@@ -260,3 +262,16 @@ def test_the_release_audit_reports_the_itp_and_stp_leaks(release: Path, tmp_path
     assert all(t["own_answer_shown"] == [] for t in report.values())
     text = CliRunner().invoke(main, ["--root", str(tmp_path), "audit-leaks", str(release)])
     assert text.exit_code == 0 and "own prompt shows their own answer: 0 (must be 0)" in " ".join(text.output.split())
+
+
+def test_a_run_from_before_the_audit_is_scored_and_listed_as_unaudited(release: Path,  # noqa: F811
+                                                                       tmp_path: Path) -> None:
+    runs = tmp_path / "build" / "runs"
+    perfect = [{"id": g["id"], "target_top3": [g["gold"]["target_label"]]} for g in records(release, "stp", "gold")]
+    old = make_run(runs / "old-stp", release, "stp", perfect, [])  # a run.json without batching or request_audit
+    scores = score_run(read_run(old), release, text_similarity=False)
+    assert scores["batching"] == "unaudited" and "ITP/STP answers may have been visible" in scores["batching_note"]
+    board = CliRunner().invoke(main, ["--root", str(tmp_path), "leaderboard", "--format", "markdown"])
+    assert board.exit_code == 0, board.output
+    assert "STP: old-stp made before requests were audited" in " ".join(board.output.split())
+    assert "| old-stp | model-a | dialogue |" in board.output  # not marked as paper: its grouping is unknown
