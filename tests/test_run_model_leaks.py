@@ -59,7 +59,8 @@ def answer_rows(folder: Path, task: str) -> dict[str, int]:
 def visible(task: str, targets: list[dict[str, Any]], rows: dict[str, int]) -> set[tuple[str, str]]:
     """(seer, owner): a target whose context shows the owner's answer row with its revealing field."""
     shown = {t[ID[task]]: {r["row_index"] for r in t.get("prior_context", []) if REVEALS[task] in r} for t in targets}
-    return {(seer, owner[ID[task]]) for owner in targets for seer, seen in shown.items() if rows[owner[ID[task]]] in seen}
+    return {(seer, owner[ID[task]]) for owner in targets for seer, seen in shown.items()
+            if rows[owner[ID[task]]] in seen}
 
 
 def visible_in(task: str, body: dict[str, Any], rows: dict[str, int]) -> set[tuple[str, str]]:
@@ -215,7 +216,8 @@ def self_leaking_release(folder: Path, out: Path) -> str:
     data = "".join(json.dumps(r) + "\n" for r in changed).encode()
     (out / "tasks/itp.jsonl").write_bytes(data)
     manifest = json.loads((out / MANIFEST).read_text())
-    manifest["files"] = [file_entry(e["path"], data) if e["path"] == "tasks/itp.jsonl" else e for e in manifest["files"]]
+    manifest["files"] = [file_entry(e["path"], data) if e["path"] == "tasks/itp.jsonl" else e
+                         for e in manifest["files"]]
     (out / MANIFEST).write_text(json.dumps(manifest))
     return owner["id"]
 

@@ -3,11 +3,11 @@
 The run id names the task, mode and model plus a hash of everything that changes the answers (endpoint,
 model, mode, prompt version, release manifest, batch size, batching policy, limit, answer length, media form),
 so the same run lands in the same folder and a different one never overwrites it. Every request is audited
-before it is sent (pipeline/runmodel/audit.py); run.json says what the audit checked and found. Answers are cached by request hash
-(pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps its answers, and
-running it again sends only what is missing; a run stopped by its budget is written with the rest `not_sent`,
-and running it again completes that folder. The three files are each written atomically at the end, run.json
-last: a folder with run.json is a finished run. A scores.json that no longer matches the answers is removed,
+before it is sent (pipeline/runmodel/audit.py); run.json says what the audit checked and found. Answers are
+cached by request hash (pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps
+its answers, and running it again sends only what is missing; a run stopped by its budget is written with the
+rest `not_sent`, and running it again completes that folder. The three files are each written atomically at the
+end, run.json last: a folder with run.json is a finished run. A scores.json that no longer matches the answers is removed,
 and a folder holding another run or other files is never written.
 """
 
@@ -115,7 +115,8 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
                                           else {}),
         "request_audit": audit.record(),
         "settings": {"batch_size": batch_size, "batching": settings.batching, "concurrency": settings.concurrency,
-                     "temperature": 0, "response_format": "json_object", "max_completion_tokens": settings.max_completion_tokens,
+                     "temperature": 0, "response_format": "json_object",
+                     "max_completion_tokens": settings.max_completion_tokens,
                      "video_fps": settings.video_fps if mode == VIDEO_MODE else None, "limit": limit},
         "counts": {"instances": len(chosen), "in_mode": len(taking), "left_out_of_mode": len(left_out),
                    "requests": stats.requests, "sent": stats.answers, "cached": stats.cache_hits,
