@@ -38,7 +38,8 @@ where one's prompt shows the other's answer unless --batching paper; every reque
 ids echoed, JSON answers, temperature 0; answers cached by request hash under build/llm-cache/) and writes
 build/runs/<run_id>/: predictions.jsonl (scored by `rescue evaluate --predictions`), unanswered.jsonl (each
 instance without a usable answer and why) and run.json (model, endpoint host, mode, prompt version, release,
-batching and request audit, counts, tokens). The key is read from the environment variable named by --api-key-env and never written. See docs/run-model.md.
+batching and request audit, counts, tokens). The key is read from the environment variable named by
+--api-key-env and never written. See docs/run-model.md.
 
 \b
 {MODES_HELP}""")

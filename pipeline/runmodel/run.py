@@ -7,8 +7,8 @@ before it is sent (pipeline/runmodel/audit.py); run.json says what the audit che
 cached by request hash (pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps
 its answers, and running it again sends only what is missing; a run stopped by its budget is written with the
 rest `not_sent`, and running it again completes that folder. The three files are each written atomically at the
-end, run.json last: a folder with run.json is a finished run. A scores.json that no longer matches the answers is removed,
-and a folder holding another run or other files is never written.
+end, run.json last: a folder with run.json is a finished run. A scores.json that no longer matches the answers
+is removed, and a folder holding another run or other files is never written.
 """
 
 from __future__ import annotations
