@@ -62,7 +62,7 @@ class AuditCounts:
 
     def record(self) -> dict[str, Any]:
         out = asdict(self)
-        out["instances_whose_answer_was_sent"] = len(self.instances_whose_answer_was_sent)
+        out["instances_whose_answer_was_sent"] = len(set(self.instances_whose_answer_was_sent))
         return out
 
 
@@ -106,7 +106,7 @@ def gate(task: str, mode: str, batches: Sequence[Batch], build: Callable[[Batch]
             continue
         refuse([r for r in batch.records if r["id"] in own], "its own prompt shows its answer")
         rest = [r for r in batch.records if r["id"] not in own]
-        counts.requests_split += 1
+        counts.requests_split += bool(rest)
         for piece in make_batches(rest, len(rest), task=task, mode=mode, batching=batching) if rest else []:
             request, found = audited(piece)
             if found and batching == LEAK_FREE:  # the batcher and the audit disagree: send nothing of it
