@@ -106,8 +106,9 @@ def _batching_warnings(task: str, runs: list[dict[str, Any]]) -> list[str]:
     old = sorted(str(r.get("run_id")) for r in runs if r.get("batching") not in ("paper", "leak-free"))
     warnings = []
     if paper:
-        warnings.append(f"{task.upper()}: {', '.join(paper)} used --batching paper{PAPER_MARK}: the model could see "
-                        "instances' answers in batch-mates' contexts; not comparable with leak-free runs")
+        warnings.append(f"{task.upper()}: {', '.join(paper)} used --batching paper (mode marked "
+                        f"{PAPER_MARK.strip()}): the model could see instances' answers in batch-mates' contexts; "
+                        "not comparable with leak-free runs")
     if old and task in LEAKY_UNAUDITED:
         warnings.append(f"{task.upper()}: {', '.join(old)} made before requests were audited (per-sample batches "
                         "that showed answers): re-run them with `rescue run-model` to compare")
