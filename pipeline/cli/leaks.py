@@ -36,14 +36,16 @@ def audit_leaks(ctx: click.Context, release: Path | None, batch_size: int, as_js
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
     else:
         table = Table(title=f"answer leaks between the instances of {folder}")
-        for column in ("task", "instances", "exposed if a sample shares a prompt", "pairs",
-                       f"exposed in per-sample batches of {batch_size}", "own answer shown", "answer row"):
-            table.add_column(column, justify="left" if column in ("task", "answer row") else "right")
+        for column in ("task", "instances", "pairs", "exposed: sample in one prompt",
+                       f"exposed: batches of {batch_size}", "own answer shown"):
+            table.add_column(column, justify="left" if column == "task" else "right")
         for item in report.tasks:
-            table.add_row(item.task.upper(), str(item.instances), str(item.exposed_if_batched_per_sample),
-                          str(item.pairs), str(item.exposed_in_paper_batches), str(len(item.own_answer_shown)),
-                          item.answer_row)
+            table.add_row(item.task.upper(), str(item.instances), str(item.pairs),
+                          str(item.exposed_if_batched_per_sample), str(item.exposed_in_paper_batches),
+                          str(len(item.own_answer_shown)))
         console.print(table)
+        console.print("answer row (fields that show it): " + "; ".join(f"{item.task.upper()} {item.answer_row}"
+                                                                       for item in report.tasks), highlight=False)
         for item in report.tasks:
             for example in item.examples[:2]:
                 console.print(f"{item.task.upper()}: {example}", highlight=False)
