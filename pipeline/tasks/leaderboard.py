@@ -4,9 +4,7 @@ Rows are runs, ordered by model, input mode (in the spec's order), release and r
 paper's metrics per scope (overall, couple, family). ER/VP show the judge's scores for runs scored with a
 judge and the offline text similarity for the others (the `scorer` column says which). A scores.json that
 cannot be read is named in a warning and left out; runs scored against different releases are marked by
-the release column and a warning. A run made with `--batching paper` (answers visible in batch-mates'
-contexts) has `[paper batching]` after its mode and a warning; an ITP/STP run made before requests were
-audited gets a warning too.
+the release column and a warning.
 """
 
 from __future__ import annotations
@@ -35,6 +33,8 @@ METRICS: dict[str, tuple[tuple[str, str], ...]] = {  # task -> (metric key in sc
 }
 FIXED = ("run", "model", "mode", "release", "scorer")
 COUNT = ("instances", "n")  # every scope's first column: the instances scored
+# A run made with `--batching paper` (answers visible in batch-mates' contexts) has PAPER_MARK after its mode and
+# a warning; an ITP/STP run made before requests were audited (scores.json `batching: unaudited`) a warning.
 PAPER_MARK = " [paper batching]"
 LEAKY_UNAUDITED = ("itp", "stp")  # tasks whose answers the old per-sample batches showed
 
