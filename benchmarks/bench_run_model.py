@@ -6,8 +6,9 @@ own process so its work does not share our interpreter).
     .venv/bin/python benchmarks/bench_run_model.py [--instances N] [--repeats 3] [--no-docs]
 
 The release is the synthetic full-size one (pipeline/tasks/synthetic.py: 191 samples, 7,079 rows), frozen
-once under build/; the task is ITP in the dialogue mode, batch size 5: all its 3,006 instances (or the first
-`--instances`), as a real run sends them, so the release's reading counts once per run as it does for a user.
+once under build/; the task is ITP in the dialogue mode, batch size 5 in the paper's per-sample batches
+(`batching="paper"`; bench_batching.py measures what leak-free batching costs): all its 3,006 instances (or the
+first `--instances`), as a run sends them, so the release's reading counts once per run as it does for a user.
 `bare`: a thread pool of 8 calling `chat.completions.create` with the requests' payloads, built beforehand.
 `ours`: `run_model` from the release folder to the written run, on an empty cache (every request sent, its
 answer cached), as a first run is. Per `--latencies`: a server that answers at once (the worst case for the
@@ -78,7 +79,7 @@ def payloads(release: Path, settings, instances: int) -> list[dict]:  # noqa: AN
 
     schema = load_schema(ROOT / "annotation_schemas" / "rescue-v1.yaml")
     records, _ = task_records(release, TASK)
-    batches = make_batches(records[:instances or None], BATCH)
+    batches = make_batches(records[:instances or None], BATCH, task=TASK, mode=MODE, batching=settings.batching)
     return [batch_request(TASK, MODE, b, system_prompt(schema, TASK, b.scenario, MODE), release, settings)
             .payload(settings.model, settings.max_completion_tokens) for b in batches]
 
@@ -103,8 +104,10 @@ def bench_latency(release: Path, latency: float, instances: int, repeats: int) -
     from pipeline.runmodel.settings import RunModelSettings
 
     with server_process(__file__, latency) as url:
+        # paper batching: 683 requests of 5 instances, the workload of the earlier figures (the default,
+        # leak-free, sends ITP mostly one instance per request); every request is audited either way
         settings = RunModelSettings(base_url=url, model="stand-in", api_key_env=KEY_ENV, concurrency=CONCURRENCY,
-                                    batch_size=BATCH)
+                                    batch_size=BATCH, batching="paper")
         bodies = payloads(release, settings, instances)
         run_bare(url, bodies[:16], settings.timeout_s)  # warm up: imports, connections
         best = fastest(repeats, {"bare": lambda: run_bare(url, bodies, settings.timeout_s),

@@ -131,11 +131,13 @@ def test_itp_run_faults_scores_cache_and_record(release: Path, tmp_path: Path) -
     couple = [r["id"] for r in records(release, "itp") if r["scenario"] == "couple"]
     family = [r["id"] for r in records(release, "itp") if r["scenario"] == "family"]
     assert (len(couple), len(family)) == (8, 2)
+    # The paper's per-sample batches of 3 (answers visible: see test_run_model_leaks.py): one fault per batch.
+    paper = {"batch_size": 3, "batching": "paper"}
     with ChatServer(itp_responder(truth, couple[0]), api_key=KEY) as server:
-        result = run_model(project, release, "itp", "text", settings(server, batch_size=3), SCHEMA, environ=ENV)
+        result = run_model(project, release, "itp", "text", settings(server, **paper), SCHEMA, environ=ENV)
         sent = len(server.received)
         bodies = server.bodies()
-        again = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3), SCHEMA, environ=ENV)
+        again = run_model(project, release, "itp", "dialogue", settings(server, **paper), SCHEMA, environ=ENV)
         assert len(server.received) == sent, "the second run must send nothing: every answer is cached"
         assert not server.errors
 
@@ -232,19 +234,21 @@ def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release:
         stopped = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1,
                                                                           max_total_tokens=1), SCHEMA, environ=ENV)
         assert len(server.received) == 1  # the budget is spent by the first answer: nothing more is sent
+        requests = stopped.record["counts"]["requests"]  # leak-free batches: ITP instances mostly one per request
+        first = len(asked(server.bodies()[0])["targets"])
         reasons = {u["reason"].split(":")[0] for u in lines(stopped.folder / RUN_UNANSWERED)}
-        assert reasons == {"not_sent"} and stopped.record["counts"]["unanswered"] == 7
+        assert reasons == {"not_sent"} and stopped.record["counts"]["unanswered"] == 10 - first
         score_run(read_run(stopped.folder), release, text_similarity=False)
         assert (stopped.folder / RUN_SCORES).is_file()
         done = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1),
                          SCHEMA, environ=ENV)
-        assert len(server.received) == 4  # the three unsent requests only
+        assert len(server.received) == requests  # the unsent requests only
         assert done.folder == stopped.folder  # the budget changes no answer: the same run, now complete
         assert not (done.folder / RUN_SCORES).exists()  # it scored the stopped run's answers: gone, not stale
         scores = score_run(read_run(done.folder), release, text_similarity=False)
         again = run_model(project, release, "itp", "dialogue", settings(server, batch_size=3, concurrency=1),
                           SCHEMA, environ=ENV)
-        assert len(server.received) == 4 and again.folder == done.folder  # all from the cache
+        assert len(server.received) == requests and again.folder == done.folder  # all from the cache
         assert json.loads((done.folder / RUN_SCORES).read_text()) == scores  # same answers: the scores stand
     assert lines(done.folder / RUN_UNANSWERED) == []
     assert done.record["counts"]["cached"] == 1 and done.record["counts"]["answered"] == 10
@@ -464,8 +468,8 @@ def test_cli_runs_and_reports(release: Path, tmp_path: Path, monkeypatch: pytest
     assert board.exit_code == 0 and "answered only the first instances (--limit)" in " ".join(board.output.split())
 
 
-def test_batches_stay_within_one_sample(release: Path) -> None:
-    batches = make_batches(records(release, "itp"), 3)
+def test_paper_batches_stay_within_one_sample(release: Path) -> None:
+    batches = make_batches(records(release, "itp"), 3, task="itp", mode="dialogue", batching="paper")
     assert [len(b.records) for b in batches] == [3, 3, 2, 2]
     assert all(len({r["sample_id"] for r in b.records}) == 1 for b in batches)
     assert [i for b in batches for i in b.ids] == [r["id"] for r in records(release, "itp")]  # release order

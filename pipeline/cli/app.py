@@ -11,7 +11,19 @@ from typing import Any
 import click
 
 from pipeline import __version__
-from pipeline.cli import agreement, annotate, build, leaderboard, preannotate, runmodel, sessions, speech, status, tasks
+from pipeline.cli import (
+    agreement,
+    annotate,
+    build,
+    leaderboard,
+    leaks,
+    preannotate,
+    runmodel,
+    sessions,
+    speech,
+    status,
+    tasks,
+)
 from pipeline.cli.console import err_console, line, styled
 from pipeline.cli.options import environment_overrides
 from pipeline.errors import RescueError, os_error_message
@@ -58,6 +70,7 @@ def main(ctx: click.Context, root: Path | None, debug: bool) -> None:
 for command in (
     build.build, build.graph, build.ingest, status.status, sessions.sample, sessions.add_session,        # the build
     tasks.freeze, tasks.verify, tasks.evaluate, tasks.compare_released,                       # tasks and release
+    leaks.audit_leaks,                                                                        # answer leaks
     runmodel.run_model,                                                                       # model runs
     leaderboard.leaderboard,                                                                  # scored runs
     annotate.labelstudio_group, annotate.annotators_group, annotate.push, annotate.pull,      # annotation

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from pipeline.cli.console import console
+from pipeline.cli.console import console, err_console, line, styled
 from pipeline.cli.options import overrides_of, project_of
 from pipeline.cli.tasks import TASK_CHOICE, _release_dir
 from pipeline.errors import RescueError
@@ -33,11 +33,13 @@ def _header(value: str) -> tuple[str, str]:
 
 @click.command("run-model", help=f"""Run a chat model on one task of a release in one input mode.
 
-Sends the task's instances to any OpenAI-compatible chat endpoint (batched per sample, ids echoed, JSON answers,
-temperature 0; answers cached by request hash under build/llm-cache/) and writes build/runs/<run_id>/:
-predictions.jsonl (scored by `rescue evaluate --predictions`), unanswered.jsonl (each instance without a usable
-answer and why) and run.json (model, endpoint host, mode, prompt version, release, counts, tokens). The key is
-read from the environment variable named by --api-key-env and never written. See docs/run-model.md.
+Sends the task's instances to any OpenAI-compatible chat endpoint (batched per sample, never two instances
+where one's prompt shows the other's answer unless --batching paper; every request audited before it is sent;
+ids echoed, JSON answers, temperature 0; answers cached by request hash under build/llm-cache/) and writes
+build/runs/<run_id>/: predictions.jsonl (scored by `rescue evaluate --predictions`), unanswered.jsonl (each
+instance without a usable answer and why) and run.json (model, endpoint host, mode, prompt version, release,
+batching and request audit, counts, tokens). The key is read from the environment variable named by
+--api-key-env and never written. See docs/run-model.md.
 
 \b
 {MODES_HELP}""")
@@ -49,6 +51,9 @@ read from the environment variable named by --api-key-env and never written. See
 @click.option("--base-url", default=None, help="The endpoint's OpenAI-compatible base URL (…/v1).")
 @click.option("--api-key-env", default=None, help="Environment variable holding the key ('' for none).")
 @click.option("--batch-size", type=click.IntRange(1, 50), default=None, help="Instances of one sample per request.")
+@click.option("--batching", type=click.Choice(["leak-free", "paper"]), default=None,
+              help="leak-free (default): no request holds two instances where one's prompt shows the other's "
+                   "answer; paper: the paper's per-sample batches, answers visible, the run marked so.")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=None, help="Requests in flight at once.")
 @click.option("--max-completion-tokens", type=click.IntRange(min=0), default=None, help="Per answer (0: unset).")
 @click.option("--max-total-tokens", type=click.IntRange(min=1), default=None,
@@ -64,7 +69,8 @@ read from the environment variable named by --api-key-env and never written. See
               help="Run folder (default build/runs/<run_id>).")
 @click.pass_context
 def run_model(ctx: click.Context, task: str, mode: str, release: Path | None, model: str | None,
-              base_url: str | None, api_key_env: str | None, batch_size: int | None, concurrency: int | None,
+              base_url: str | None, api_key_env: str | None, batch_size: int | None, batching: str | None,
+              concurrency: int | None,
               max_completion_tokens: int | None, max_total_tokens: int | None, max_cost: float | None,
               price_per_1k_tokens: float | None, media_base_url: str | None, headers: tuple[str, ...],
               limit: int | None, out: Path | None) -> None:
@@ -76,7 +82,7 @@ def run_model(ctx: click.Context, task: str, mode: str, release: Path | None, mo
     folder = _release_dir(project, release)
     flags = SettingsOverrides.of("run_model", {
         "model": model, "base_url": base_url, "api_key_env": api_key_env, "batch_size": batch_size,
-        "concurrency": concurrency, "max_completion_tokens": max_completion_tokens,
+        "batching": batching, "concurrency": concurrency, "max_completion_tokens": max_completion_tokens,
         "max_total_tokens": max_total_tokens, "max_cost": max_cost, "price_per_1k_tokens": price_per_1k_tokens,
         "media_base_url": media_base_url, "extra_headers": dict(map(_header, headers)) or None})
     settings = load_settings(project.root, overrides_of(ctx) | flags)
@@ -93,6 +99,12 @@ def run_model(ctx: click.Context, task: str, mode: str, release: Path | None, mo
                   + (f", {counts['left_out_of_mode']} not in this mode" if counts["left_out_of_mode"] else ""),
                   highlight=False)
     console.print(result.stats.describe(), highlight=False)
+    audit = result.record["request_audit"]
+    console.print(f"audited {audit['requests_audited']} request(s), {audit['instances_audited']} instance(s): "
+                  f"{audit['requests_showing_answers']} showed an answer ({audit['requests_split']} split, "
+                  f"{audit['instances_refused']} instance(s) refused); batching {audit['batching']}", highlight=False)
+    if "batching_warning" in result.record:
+        err_console.print(line(styled("warning", "yellow"), f" {result.record['batching_warning']}"))
     console.print(f"run: {project.rel_or_abs(result.folder)}/  (score it: rescue evaluate --task {task} "
                   f"--predictions {project.rel_or_abs(result.folder)}/predictions.jsonl --release {folder})",
                   highlight=False)

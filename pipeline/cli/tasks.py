@@ -199,6 +199,8 @@ def _print_run_notes(report: dict) -> None:
         reasons = "; ".join(f"{n} {reason}" for reason, n in unanswered["by_reason"].items())
         err_console.print(line(styled("unanswered", "yellow"), f" {unanswered['count']} instance(s) the run got no "
                                f"usable answer for (scored as missing): {reasons}"))
+    if report.get("batching_note"):
+        err_console.print(line(styled(f"batching {report['batching']}", "yellow"), f" {report['batching_note']}"))
     if report.get("mode_note"):
         console.print(f"mode: {report['mode_note']}", highlight=False)
     if report.get("limit_note"):

@@ -1,10 +1,14 @@
 """Instances per request, and the request each batch becomes (spec section 4, "Model calls"; section 5).
 
-Batches hold instances of one sample only, in the release's order, `batch_size` at most: the model sees one
-sample's context at a time and echoes the sample and each target's id. The video mode sends one instance per
-request: each record's `video_attachment_index` then points into exactly the videos of its request, as
-written in the release, with no renumbering across a batch, and context clips that several instances share
-are never sent twice in one request with two numbers.
+Batches hold instances of one sample only, each batch in the release's order, `batch_size` at most: the model
+sees one sample's context at a time and echoes the sample and each target's id. By default (`leak-free`) two
+instances of which one would show the other its answer (the tasks' answer sites, pipeline/tasks/answer_sites.py)
+never share a batch: each instance joins the first batch of its sample with room and no such batch-mate. Tasks
+whose answers no context row carries so batch exactly as the paper's per-sample chunks (`paper`), which this
+module still makes on request. The video mode sends one instance per request: each record's
+`video_attachment_index` then points into exactly the videos of its request, as written in the release, with no
+renumbering across a batch, and context clips that several instances share are never sent twice in one request
+with two numbers.
 
 Videos are `video_url` items before the text, in the record's `video_attachments` order (ER/VP: the context
 clips, then the row's own; SSP: the context clips), as data URLs read from the release folder or, with a
@@ -23,7 +27,8 @@ from pipeline.errors import RescueError
 from pipeline.llm.content import ChatMessage, ContentItem, TextItem, VideoItem, data_url
 from pipeline.llm.request import ChatRequest
 from pipeline.runmodel.prompts import ID_KEYS
-from pipeline.runmodel.settings import RunModelSettings
+from pipeline.runmodel.settings import LEAK_FREE, RunModelSettings
+from pipeline.tasks.answer_sites import Exposure, exposure, shows
 from pipeline.tasks.modes import VIDEO_MODE, prompt_record_for_mode, video_attachments
 
 BATCH_KEYS = ("id", "task", "sample_id", "scenario")  # said once per batch, not per target
@@ -41,13 +46,37 @@ class Batch:
         return [record["id"] for record in self.records]
 
 
-def make_batches(records: list[dict[str, Any]], batch_size: int) -> list[Batch]:
-    """Per sample (in order of first appearance), chunks of at most `batch_size` records."""
+def _chunks(group: list[dict[str, Any]], batch_size: int, task: str, mode: str) -> list[list[dict[str, Any]]]:
+    """First fit, in release order: each record joins the first chunk that has room and holds no record that
+    shows it its answer or whose answer it shows, else opens a new one. Without any such pair this is exactly
+    the per-sample chunking (only the last chunk ever has room)."""
+    chunks: list[tuple[list[dict[str, Any]], list[Exposure]]] = []
+    for record in group:
+        seen = exposure(task, prompt_record_for_mode(record, mode))
+        for members, exposures in chunks:
+            if len(members) < batch_size and not any(shows(task, seen, other) or shows(task, other, seen)
+                                                     for other in exposures):
+                members.append(record)
+                exposures.append(seen)
+                break
+        else:
+            chunks.append(([record], [seen]))
+    return [members for members, _ in chunks]
+
+
+def make_batches(records: list[dict[str, Any]], batch_size: int, *, task: str, mode: str,
+                 batching: str = LEAK_FREE) -> list[Batch]:
+    """Per sample (in order of first appearance), chunks of at most `batch_size` records; `leak-free` also
+    keeps apart records of which one shows the other's answer (in what `mode` shows), `paper` does not."""
     by_sample: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_sample.setdefault(record["sample_id"], []).append(record)
-    return [Batch(sample_id, group[0]["scenario"], tuple(group[start:start + batch_size]))
-            for sample_id, group in by_sample.items() for start in range(0, len(group), batch_size)]
+    batches = []
+    for sample_id, group in by_sample.items():
+        chunks = (_chunks(group, batch_size, task, mode) if batching == LEAK_FREE
+                  else [group[start:start + batch_size] for start in range(0, len(group), batch_size)])
+        batches += [Batch(sample_id, group[0]["scenario"], tuple(chunk)) for chunk in chunks]
+    return batches
 
 
 def target_record(task: str, record: dict[str, Any], mode: str) -> dict[str, Any]:

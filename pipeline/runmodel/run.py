@@ -1,13 +1,14 @@
 """One model run: a release's task in one input mode -> build/runs/<run_id>/ (predictions, unanswered, run.json).
 
 The run id names the task, mode and model plus a hash of everything that changes the answers (endpoint,
-model, mode, prompt version, release manifest, batch size, limit, answer length, media form), so the same run
-lands in the same folder and a different one never overwrites it. Answers are cached by request hash
-(pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps its answers, and
-running it again sends only what is missing; a run stopped by its budget is written with the rest `not_sent`,
-and running it again completes that folder. The three files are each written atomically at the end, run.json
-last: a folder with run.json is a finished run. A scores.json that no longer matches the answers is removed,
-and a folder holding another run or other files is never written.
+model, mode, prompt version, release manifest, batch size, batching policy, limit, answer length, media form),
+so the same run lands in the same folder and a different one never overwrites it. Every request is audited
+before it is sent (pipeline/runmodel/audit.py); run.json says what the audit checked and found. Answers are
+cached by request hash (pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps
+its answers, and running it again sends only what is missing; a run stopped by its budget is written with the
+rest `not_sent`, and running it again completes that folder. The three files are each written atomically at the
+end, run.json last: a folder with run.json is a finished run. A scores.json that no longer matches the answers
+is removed, and a folder holding another run or other files is never written.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ from pipeline.errors import RescueError
 from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWERED, run_dir
 from pipeline.llm.cache import AREA as CACHE_AREA
 from pipeline.llm.client import ChatAnswer, ChatClient, ChatRunStats
+from pipeline.llm.request import ChatRequest
 from pipeline.llm.settings import host_of
 from pipeline.project import Project
 from pipeline.runmodel.answers import read_all
-from pipeline.runmodel.batches import batch_request, make_batches
+from pipeline.runmodel.audit import gate, paper_warning
+from pipeline.runmodel.batches import Batch, batch_request, make_batches
 from pipeline.runmodel.prompts import PROMPT_VERSION, system_prompt
-from pipeline.runmodel.settings import SECTION, RunModelSettings
+from pipeline.runmodel.settings import PAPER, SECTION, RunModelSettings
 from pipeline.schema import AnnotationSchema
 from pipeline.store import sha256_json, write_text_atomic
 from pipeline.tasks.instances import TASKS
@@ -85,16 +88,21 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
     batch_size = 1 if mode == VIDEO_MODE else settings.batch_size
     config = {"task": task, "mode": mode, "model": settings.model, "endpoint": settings.endpoint,
               "prompt_version": PROMPT_VERSION, "release": facts["manifest_sha256"], "batch_size": batch_size,
-              "limit": limit, "max_completion_tokens": settings.max_completion_tokens,
+              "batching": settings.batching, "limit": limit, "max_completion_tokens": settings.max_completion_tokens,
               "media_base_url": settings.media_base_url, "video_fps": settings.video_fps}
     run_id = f"{task}-{mode}-{_slug(settings.model)}-{sha256_json(config)[:10]}"
     folder = out or run_dir(project, run_id)
     _check_folder(folder, run_id)  # before anything is sent
-    batches = make_batches(taking, batch_size)
+    batches = make_batches(taking, batch_size, task=task, mode=mode, batching=settings.batching)
     systems = {scenario: system_prompt(schema, task, scenario, mode) for scenario in {b.scenario for b in batches}}
-    requests = [batch_request(task, mode, b, systems[b.scenario], release, settings) for b in batches]
-    outcomes, stats = client.complete_all(requests)
-    result = read_all(task, batches, outcomes)
+
+    def build(batch: Batch) -> ChatRequest:
+        return batch_request(task, mode, batch, systems[batch.scenario], release, settings)
+
+    gated, audit = gate(task, mode, batches, build, client.payload, settings.batching)  # as the client sends it
+    outcomes, stats = client.complete_all(gated.requests)
+    result = read_all(task, gated.batches, outcomes)
+    result.unanswered += gated.refused
 
     media = "data URLs" if not settings.media_base_url else f"URLs on {host_of(settings.media_base_url)}"
     kinds = Counter(item["reason"].split(":", 1)[0] for item in result.unanswered)
@@ -103,8 +111,12 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
         "endpoint_host": settings.endpoint_host, "api_key_env": settings.api_key_env,
         "extra_headers": sorted(settings.extra_headers), "media": media if mode == VIDEO_MODE else None,
         "prompt_version": PROMPT_VERSION, "schema": schema.id, "release": facts,
-        "settings": {"batch_size": batch_size, "concurrency": settings.concurrency, "temperature": 0,
-                     "response_format": "json_object", "max_completion_tokens": settings.max_completion_tokens,
+        "batching": settings.batching, **({"batching_warning": paper_warning(audit)} if settings.batching == PAPER
+                                          else {}),
+        "request_audit": audit.record(),
+        "settings": {"batch_size": batch_size, "batching": settings.batching, "concurrency": settings.concurrency,
+                     "temperature": 0, "response_format": "json_object",
+                     "max_completion_tokens": settings.max_completion_tokens,
                      "video_fps": settings.video_fps if mode == VIDEO_MODE else None, "limit": limit},
         "counts": {"instances": len(chosen), "in_mode": len(taking), "left_out_of_mode": len(left_out),
                    "requests": stats.requests, "sent": stats.answers, "cached": stats.cache_hits,

@@ -38,6 +38,10 @@ METRICS: dict[str, tuple[tuple[str, str], ...]] = {  # task -> (metric key in sc
 }
 FIXED = ("run", "model", "mode", "release", "scorer")
 COUNT = ("instances", "n")  # every scope's first column: the instances scored
+# A run made with `--batching paper` (answers visible in batch-mates' contexts) has PAPER_MARK after its mode and
+# a warning; an ITP/STP run made before requests were audited (scores.json `batching: unaudited`) a warning.
+PAPER_MARK = " [paper batching]"
+LEAKY_UNAUDITED = ("itp", "stp")  # tasks whose answers the old per-sample batches showed
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,24 @@ def _table(task: str, runs: list[dict[str, Any]]) -> BoardTable:
                if any(r["scores"].get(scope, {}).get(key) is not None for r in runs)]
     rows = []
     for r in sorted(runs, key=_sort_key):
-        fixed = [r.get("run_id", ""), r.get("model", ""), r.get("mode", ""), _release(r), _scorer(r)]
+        mode = str(r.get("mode", "")) + (PAPER_MARK if r.get("batching") == "paper" else "")
+        fixed = [r.get("run_id", ""), r.get("model", ""), mode, _release(r), _scorer(r)]
         rows.append([*fixed, *(r["scores"].get(scope, {}).get(key) for scope, key, _ in columns)])
     return BoardTable(task, [(scope, name) for scope, _, name in columns], rows)
+
+
+def _batching_warnings(task: str, runs: list[dict[str, Any]]) -> list[str]:
+    paper = sorted(str(r.get("run_id")) for r in runs if r.get("batching") == "paper")
+    old = sorted(str(r.get("run_id")) for r in runs if r.get("batching") not in ("paper", "leak-free"))
+    warnings = []
+    if paper:
+        warnings.append(f"{task.upper()}: {', '.join(paper)} used --batching paper (mode marked "
+                        f"{PAPER_MARK.strip()}): the model could see instances' answers in batch-mates' contexts; "
+                        "not comparable with leak-free runs")
+    if old and task in LEAKY_UNAUDITED:
+        warnings.append(f"{task.upper()}: {', '.join(old)} made before requests were audited (per-sample batches "
+                        "that showed answers): re-run them with `rescue run-model` to compare")
+    return warnings
 
 
 def read_leaderboard(runs_dir: Path) -> Leaderboard:
@@ -152,6 +171,7 @@ def read_leaderboard(runs_dir: Path) -> Leaderboard:
         if partial:
             board.warnings.append(f"{task.upper()}: {', '.join(partial)} answered only the first instances "
                                   "(--limit): its n is smaller; compare it only with runs of the same n")
+        board.warnings += _batching_warnings(task, by_task[task])
         releases = sorted({_release(r) for r in by_task[task]})
         if len(releases) > 1:
             board.warnings.append(f"{task.upper()}: runs scored against {len(releases)} releases "

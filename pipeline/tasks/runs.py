@@ -129,6 +129,21 @@ def _limit(run: ModelRun) -> int | None:
     return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
 
+def batching_of(record: dict[str, Any]) -> dict[str, Any]:
+    """How a run grouped its instances, for scores.json: `leak-free`, `paper` (with the warning run.json
+    carries) or `unaudited` (a run.json from before requests were audited: per-sample batches, which showed
+    ITP/STP instances their answers)."""
+    policy = record.get("batching")
+    if policy not in ("leak-free", "paper"):
+        return {"batching": "unaudited", "batching_note": "run.json records no request audit: made before "
+                "`rescue run-model` kept answers out of requests; ITP/STP answers may have been visible"}
+    if policy == "paper":
+        warning = record.get("batching_warning")
+        return {"batching": "paper", "batching_note": warning if isinstance(warning, str) and warning else
+                "--batching paper: answers were visible to the model"}
+    return {"batching": "leak-free"}
+
+
 def score_run(run: ModelRun, release: Path, *, task: str | None = None, text_similarity: bool = True,
               judge: JudgeOptions | None = None) -> dict[str, Any]:
     """Score the run against `release` and write scores.json into its folder (atomically); returns what it wrote."""
@@ -141,7 +156,7 @@ def score_run(run: ModelRun, release: Path, *, task: str | None = None, text_sim
     model = run.record.get("model")
     scores = {"format": SCORES_FORMAT, "run_id": run.folder.name, "task": task, "mode": mode or "unknown",
               "model": model if isinstance(model, str) and model else "unknown", "release": info,
-              "release_check": release_check,
+              "release_check": release_check, **batching_of(run.record),
               **{k: v for k, v in report.items() if k not in {"task", "release", "mode"}}}
     write_text_atomic(run.folder / RUN_SCORES, json.dumps(scores, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return scores
