@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import socket
 from collections.abc import Callable
@@ -457,8 +458,13 @@ def test_cli_runs_and_reports(release: Path, tmp_path: Path, monkeypatch: pytest
     (run,) = (root / "build" / "runs").iterdir()
     assert len(lines(run / RUN_PREDICTIONS)) == 4 and json.loads((run / RUN_RECORD).read_text())["counts"][
         "instances"] == 4
+    # The command run-model suggests is the one that feeds the leaderboard (evaluate --run writes scores.json).
+    suggested = re.search(r"score it for the leaderboard: (rescue [^)]*)\)", " ".join(ok.output.split()))
+    assert suggested, ok.output
+    args = suggested.group(1).split()[1:]
+    assert args[:4] == ["--root", str(root), "evaluate", "--run"] and Path(args[4]).resolve() == run.resolve()
     # A --limit run is scored over the instances it answered, and said to be partial, not failed on the rest.
-    scored = runner.invoke(main, ["--root", str(root), "evaluate", "--run", str(run), "--release", str(release)])
+    scored = runner.invoke(main, args)
     assert scored.exit_code == 0, scored.output
     assert "a --limit 4 run: scored over 4 of the 10 instances" in " ".join(scored.output.split())
     scores = json.loads((run / "scores.json").read_text())

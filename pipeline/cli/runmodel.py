@@ -36,7 +36,7 @@ def _header(value: str) -> tuple[str, str]:
 Sends the task's instances to any OpenAI-compatible chat endpoint (batched per sample, never two instances
 where one's prompt shows the other's answer unless --batching paper; every request audited before it is sent;
 ids echoed, JSON answers, temperature 0; answers cached by request hash under build/llm-cache/) and writes
-build/runs/<run_id>/: predictions.jsonl (scored by `rescue evaluate --predictions`), unanswered.jsonl (each
+build/runs/<run_id>/: predictions.jsonl (scored by `rescue evaluate --run`), unanswered.jsonl (each
 instance without a usable answer and why) and run.json (model, endpoint host, mode, prompt version, release,
 batching and request audit, counts, tokens). The key is read from the environment variable named by
 --api-key-env and never written. See docs/run-model.md.
@@ -105,6 +105,9 @@ def run_model(ctx: click.Context, task: str, mode: str, release: Path | None, mo
                   f"{audit['instances_refused']} instance(s) refused); batching {audit['batching']}", highlight=False)
     if "batching_warning" in result.record:
         err_console.print(line(styled("warning", "yellow"), f" {result.record['batching_warning']}"))
-    console.print(f"run: {project.rel_or_abs(result.folder)}/  (score it: rescue evaluate --task {task} "
-                  f"--predictions {project.rel_or_abs(result.folder)}/predictions.jsonl --release {folder})",
-                  highlight=False)
+    # `evaluate --run` (not --predictions) writes the run's scores.json, which the leaderboard reads; the path is
+    # one the user can type where they are (relative only when they stand in the project root)
+    typed = project.rel_or_abs(result.folder) if Path.cwd().resolve() == project.root else str(result.folder)
+    root = "" if Path.cwd().resolve() == project.root else f"--root {project.root} "
+    console.print(f"run: {project.rel_or_abs(result.folder)}/  (score it for the leaderboard: rescue {root}evaluate "
+                  f"--run {typed})", highlight=False)
