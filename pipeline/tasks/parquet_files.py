@@ -118,3 +118,10 @@ def parquet_bytes(records: Sequence[dict[str, Any]], where: str) -> tuple[bytes,
                               f"changed (field {name})", f"the JSONL file next to {where} is complete; report this "
                                                          "record")
     return data, as_json  # e.g. a column of nulls only reads back with another type but the same values
+
+
+def parquet_columns(data: bytes) -> list[tuple[str, str]]:
+    """The top-level columns of Parquet `data` with their polars type names ('String', 'Int64', 'List', ...)."""
+    import polars as pl
+
+    return [(name, type(dtype).__name__) for name, dtype in pl.read_parquet_schema(io.BytesIO(data)).items()]
