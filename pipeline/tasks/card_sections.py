@@ -50,7 +50,7 @@ def _agreement_row(item: FieldAgreement) -> str:
     interval = f" [{_cell(item.alpha_low)}, {_cell(item.alpha_high)}]" if item.alpha is not None and \
         item.alpha_low is not None and item.alpha_high is not None else ""
     other = (f"similarity {_cell(item.similarity)}" if item.similarity is not None
-             else f"{_cell(item.percent_agreement * 100 if item.percent_agreement is not None else None, 1)} %")
+             else "n/a" if item.percent_agreement is None else f"{item.percent_agreement * 100:.1f} %")
     return f"| `{item.field}` | {item.level} | {item.units} | {_cell(item.alpha)}{interval} | {other} |"
 
 
@@ -77,7 +77,7 @@ def annotation_section(card: CardSettings) -> str:
     return f"""## Annotation process and agreement
 
 The rows come from the session recordings: automatic transcription and speaker diarization (models under
-Provenance), speakers named by a person who checked a mapping file, one row per speaker turn. Each row's label
+Provenance), speakers named from the subtitles or in a mapping file a person checks, one row per speaker turn. Each row's label
 fields (the annotation schema named below) were filled in Label Studio by several annotators, each in a
 project of their own, without seeing each other's answers; the form starts from drafts (pre-annotation)
 that an annotator keeps or changes. Where the annotators agree, their answer is the gold; where they

@@ -134,7 +134,6 @@ def croissant_bytes(version: str, license: str, core: dict[str, Any], files: dic
         "keywords": ["therapy", "emotional support", "multi-party dialogue", "benchmark"],
         "citeAs": card.citation.strip() or f"RESCUE-BENCH (arXiv 2609.09657), rebuilt with the rescue pipeline "
                                            f"{core['code_version']}",
-        "isAccessibleForFree": card.public,
         "distribution": [{"@type": "cr:FileObject", "@id": path, "name": path, "contentUrl": path,
                           "encodingFormat": PARQUET, "sha256": files[path]["sha256"]} for path in parquet],
         "recordSet": [_record_set(path, columns.get(path, [])) for path in parquet],
