@@ -71,7 +71,8 @@ def test_card_has_the_sections_a_stranger_needs(public: Path) -> None:
     assert CITATION in card and "placeholder" not in card.lower()
 
 
-def test_croissant_is_valid_and_mlcroissant_reads_every_record_set(public: Path, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_croissant_is_valid_and_mlcroissant_reads_every_record_set(public: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
     import mlcroissant as mlc
 
     with caplog.at_level(logging.WARNING):
@@ -114,7 +115,8 @@ def test_public_release_without_citation_or_with_licence_other_is_refused(tmp_pa
     assert not tmp_path.joinpath("v1").exists() and list(tmp_path.iterdir()) == []
 
 
-def test_freeze_gold_reads_citation_and_public_from_settings_and_has_no_agreement(corpus: Project) -> None:  # noqa: F811
+def test_freeze_gold_reads_citation_and_public_from_settings_and_has_no_agreement(
+        corpus: Project) -> None:  # noqa: F811
     gold = corpus.build / "gold" / "benchmark.jsonl"
     settings = corpus.root / "pyproject.toml"
     base = settings.read_text()
@@ -123,14 +125,16 @@ def test_freeze_gold_reads_citation_and_public_from_settings_and_has_no_agreemen
     refused = CliRunner().invoke(main, args)
     assert refused.exit_code == 1 and "release_citation and release_license are not set" in refused.output
     assert "Traceback" not in refused.output and not (corpus.build / "release" / "v2").exists()
-    settings.write_text(base + f"release_public = true\nrelease_license = \"cc-by-4.0\"\nrelease_citation = '{CITATION}'\n")
+    settings.write_text(f"{base}release_public = true\nrelease_license = \"cc-by-4.0\"\n"
+                        f"release_citation = '{CITATION}'\n")
     made = CliRunner().invoke(main, args)
     assert made.exit_code == 0, made.output
     card = (corpus.build / "release" / "v2" / "README.md").read_text()
     assert CITATION in card and "**Agreement figures: not available.**" in card
 
 
-def test_build_freeze_puts_the_agreement_report_on_the_card_and_rebuilds_when_it_changes(corpus: Project) -> None:  # noqa: F811
+def test_build_freeze_puts_the_agreement_report_on_the_card_and_rebuilds_when_it_changes(
+        corpus: Project) -> None:  # noqa: F811
     folder = corpus.build / "agreement"
     folder.mkdir(parents=True)
     (folder / "report.json").write_text(agreement_report().model_dump_json(indent=1) + "\n")

@@ -61,7 +61,8 @@ def _agreement_figures(summary: AgreementSummary | None) -> str:
                 "that made the gold has them in its `build/agreement/` report.\n")
     rows = "\n".join(_agreement_row(item) for item in summary.fields) or "| (no field was annotated) | | | | |"
     level = f"{summary.confidence:.0%}"
-    return f"""Agreement of the annotation snapshot `{summary.snapshot}` (the build's agreement report): {summary.annotators}
+    snapshot = f"Agreement of the annotation snapshot `{summary.snapshot}` (the build's agreement report)"
+    return f"""{snapshot}: {summary.annotators}
 annotator(s), {summary.sessions} session(s), {summary.rows} row(s), {summary.answers} answer(s). Per label field:
 Krippendorff's alpha with its {level} bootstrap interval ({summary.bootstrap_samples} resamples; alpha >= 0.8 is
 reliable, 0.667-0.8 tentative), and percent agreement (mean pairwise similarity for free text); n/a: too few
@@ -77,9 +78,9 @@ def annotation_section(card: CardSettings) -> str:
     return f"""## Annotation process and agreement
 
 The rows come from the session recordings: automatic transcription and speaker diarization (models under
-Provenance), speakers named from the subtitles or in a mapping file a person checks, one row per speaker turn. Each row's label
-fields (the annotation schema named below) were filled in Label Studio by several annotators, each in a
-project of their own, without seeing each other's answers; the form starts from drafts (pre-annotation)
+Provenance), speakers named from the subtitles or in a mapping file a person checks, one row per speaker
+turn. Each row's label fields (the annotation schema named below) were filled in Label Studio by several
+annotators, each in a project of their own, without seeing each other's answers; the form starts from drafts (pre-annotation)
 that an annotator keeps or changes. Where the annotators agree, their answer is the gold; where they
 disagree, an adjudicator chose the answer in a separate queue, seeing all of them. The gold rows
 (`benchmark.jsonl`) are the result; the task files are built from them by fixed rules (below).
