@@ -78,11 +78,11 @@ def annotation_section(card: CardSettings) -> str:
     return f"""## Annotation process and agreement
 
 The rows come from the session recordings: automatic transcription and speaker diarization (models under
-Provenance), speakers named from the subtitles or in a mapping file a person checks, one row per speaker
-turn. Each row's label fields (the annotation schema named below) were filled in Label Studio by several
-annotators, each in a project of their own, without seeing each other's answers; the form starts from drafts (pre-annotation)
-that an annotator keeps or changes. Where the annotators agree, their answer is the gold; where they
-disagree, an adjudicator chose the answer in a separate queue, seeing all of them. The gold rows
+Provenance), speakers named from the subtitles or in a mapping file a person checks, one row per speaker turn.
+Each row's label fields (the annotation schema named below) were filled in Label Studio by several annotators,
+each in a project of their own, without seeing each other's answers; the form starts from drafts
+(pre-annotation) that an annotator keeps or changes. Where the annotators agree, their answer is the gold;
+where they disagree, an adjudicator chose the answer in a separate queue, seeing all of them. The gold rows
 (`benchmark.jsonl`) are the result; the task files are built from them by fixed rules (below).
 
 {_agreement_figures(card.agreement)}

@@ -4,10 +4,11 @@
 Defaults, for both: the release version, licence, citation and public flag from `[tool.rescue.build]`
 (`release_version`, `release_license`, `release_citation`, `release_public`), the task settings
 `annotation_schemas/tasks-v1.yaml` of the project (else the packaged one), the manifest naming the gold file
-relative to the project root. What differs is only what each knows: the build step records the annotation snapshot and the models behind the rows, and
-replaces a changed release (the old one moves to superseded/); the file entry takes snapshots and
-models from its flags and replaces a different release only with `--force`. Only the build step has an
-agreement report to summarise on the card; a gold file's card says the figures are not available.
+relative to the project root. What differs is only what each knows: the build step records the annotation
+snapshot and the models behind the rows, and replaces a changed release (the old one moves to superseded/);
+the file entry takes snapshots and models from its flags and replaces a different release only with `--force`.
+Only the build step has an agreement report to summarise on the card; a gold file's card says the figures are
+not available.
 
 Media: the build step packs clips when `release_media` of `[tool.rescue.build]` is on (the default);
 `rescue freeze --gold FILE` only with `--media`, since a gold file from elsewhere has no clips. Either
