@@ -211,10 +211,21 @@ def render_catalog(project: Project, csv_path: Path, entries: Iterable[CatalogEn
     return out.getvalue()
 
 
+def _with_column(text: str, column: str) -> str:
+    """Catalog text with one more (empty) column: every listed session keeps its values, and an empty optional
+    column means what its absence meant (e.g. therapist: a therapist speaks)."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    for number, row in enumerate(csv.reader(io.StringIO(text, newline=""))):
+        writer.writerow([*row, column if number == 0 else ""] if row else [])
+    return out.getvalue()
+
+
 def append_entry(project: Project, csv_path: Path, entry: CatalogEntry) -> None:
     """Add one session to a catalog file (created if absent), refusing an id any catalog already has.
 
-    The file is rewritten atomically: existing lines are kept byte for byte.
+    The file is rewritten atomically: existing lines are kept byte for byte, except that a session without a
+    therapist adds the `therapist` column to a file that lacks it (the other sessions get it empty: as before).
     """
     existing = {item.entry.session_id: item for item in load_catalog(project)}
     if entry.session_id in existing:
@@ -226,6 +237,8 @@ def append_entry(project: Project, csv_path: Path, entry: CatalogEntry) -> None:
     current = _read_text(csv_path) if csv_path.exists() else ""
     header = next(csv.reader(io.StringIO(current)), None) if current else None
     columns = tuple(h.strip() for h in header) if header else None  # the file's own column order
+    if columns is not None and not entry.therapist and "therapist" not in columns:
+        current, columns = _with_column(current, "therapist"), (*columns, "therapist")
     new_rows = render_catalog(project, csv_path, [entry], columns).split("\n", 1)[1]
     if csv_path.exists():
         if current and not current.endswith("\n"):

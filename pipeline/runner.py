@@ -56,6 +56,7 @@ class StageReport:
     blocked: list[str] = field(default_factory=list)
     manifest: str = ""
     elapsed_s: float = 0.0  # wall-clock seconds of this stage in this run, all sessions together
+    warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per session that ran: its record's warnings
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,8 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
     for run in runs:
         if run.status == "done":
             report.ran.append(run.session_id)
+            if run.warnings:
+                report.warnings[run.session_id] = run.warnings
         else:
             report.failed[run.session_id] = run.error
     report.manifest = ctx.project.rel(write_manifest(ctx, stage))

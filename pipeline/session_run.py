@@ -46,8 +46,9 @@ def execute_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: st
     try:
         inputs = input_stamps(project, stage, entry)
         with atomic_dir(final) as workdir, reporting(on_progress):
-            stage.run(project, entry, settings, workdir, final)
-        run = StageRun(status="done", outputs=describe_outputs(root, final), inputs=inputs, **common)
+            record = stage.run(project, entry, settings, workdir, final)
+        run = StageRun(status="done", outputs=describe_outputs(root, final), inputs=inputs,
+                       warnings=tuple(getattr(record, "warnings", ())), **common)
     except RescueError as exc:
         run = StageRun(status="failed", error=str(exc), **common)
     except OSError as exc:  # a read-only or full build area names the path and the fix; others are bugs

@@ -176,6 +176,8 @@ class StepRun(Record):
     error: str = ""
     traceback: str = Field(default="", description="traceback of an internal error, for bug reports")
     detail: dict[str, JsonValue] = Field(default_factory=dict, description="what the step recorded for the next run")
+    warnings: tuple[str, ...] = Field(default=(), description="what a session step's record warned about (the build "
+                                      "prints them once)")
     code_version: str = __version__
     finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     elapsed_s: float = Field(default=0.0, description="wall-clock seconds the run took")

@@ -6,6 +6,7 @@ Every node's workers import this checkout (PYTHONPATH), as every node of a real 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 import secrets
@@ -76,6 +77,81 @@ def start_head(logs: Path, token_file: Path, *, num_cpus: int = 2) -> RayCluster
     cluster = RayCluster(address=f"127.0.0.1:{port}", env=env, logs=logs)
     cluster.start_node(["--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", str(num_cpus),
                         "--include-dashboard=false"], "head")
+    return cluster
+
+
+def cluster_pids(token_file: Path) -> list[int]:
+    """Every process of the cluster that uses `token_file` (Ray passes its environment to all of them)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(token_file).encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _hex_address(text: str) -> str:
+    """/proc/net/tcp{,6} little-endian hex address -> dotted IPv4 or compressed IPv6."""
+    raw = bytes.fromhex(text)
+    if len(raw) == 4:
+        return str(ipaddress.IPv4Address(raw[::-1]))
+    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))  # four 32-bit words, each little-endian
+    return str(ipaddress.IPv6Address(words))
+
+
+def listening_sockets(pids: list[int]) -> list[tuple[int, str, int]]:
+    """(pid, address, port) of every TCP socket in LISTEN state that one of `pids` holds, from /proc (no psutil)."""
+    listening: dict[str, tuple[str, int]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                address, port = fields[1].rsplit(":", 1)
+                listening[fields[9]] = (_hex_address(address), int(port, 16))
+    found = []
+    def links(pid: int) -> list[str]:
+        out = []
+        try:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                try:
+                    out.append(os.readlink(fd))
+                except OSError:  # closed meanwhile
+                    continue
+        except OSError:  # the process ended
+            pass
+        return out
+
+    for pid in pids:
+        for link in links(pid):
+            inode = link[len("socket:["):-1] if link.startswith("socket:[") else None
+            if inode in listening:
+                found.append((pid, *listening[inode]))
+    return sorted(found)
+
+
+# The local head of docs/ray.md ("A head on this machine only"): Ray replaces a loopback --node-ip-address by the
+# machine's routable address unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, and its servers bind the node address.
+LOCAL_HEAD_ENV = {"RAY_AUTH_MODE": "token", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+LOCAL_HEAD_ARGS = ("--head", "--node-ip-address", "127.0.0.1", "--port", "6379", "--include-dashboard=false")
+
+
+def documented_local_head() -> str:
+    """The command line docs/ray.md gives for the local head (the test checks the page holds it)."""
+    return " ".join([*(f"{k}={v}" for k, v in LOCAL_HEAD_ENV.items()), "ray start", *LOCAL_HEAD_ARGS])
+
+
+def start_local_head(logs: Path, token_file: Path, *, num_cpus: int = 1) -> RayCluster:
+    """The documented local head, on free ports instead of 6379 and the client server's 10001."""
+    logs.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = {**os.environ, **auth_env(token_file), **LOCAL_HEAD_ENV,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))}
+    args = [str(port) if arg == "6379" else arg for arg in LOCAL_HEAD_ARGS]
+    cluster = RayCluster(address=f"127.0.0.1:{port}", env=env, logs=logs)
+    cluster.start_node([*args, "--num-cpus", str(num_cpus), "--ray-client-server-port", str(free_port())], "head")
     return cluster
 
 

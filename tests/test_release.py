@@ -56,7 +56,7 @@ def test_freezing_twice_gives_byte_identical_files(frozen: Path, tmp_path: Path)
     freeze_release(list(reversed(gold_sessions())), TaskSettings(), PROVENANCE, again, schema=SCHEMA)  # input order
     assert tree_digest(frozen) == tree_digest(again)
     assert sorted(tree_digest(frozen)) == sorted([
-        "MANIFEST.json", "README.md", "benchmark.jsonl",
+        "MANIFEST.json", "README.md", "croissant.json", "benchmark.jsonl",
         *(f"tasks/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
         *(f"gold/{t}.jsonl" for t in ("er", "itp", "rpp", "ssp", "stp", "vp")),
         *(f"{kind}/{t}.parquet" for kind in ("tasks", "gold")
@@ -123,7 +123,7 @@ def test_refreezing_is_a_no_op_and_never_silently_replaces_a_release(frozen: Pat
 def test_verify_reports_changed_missing_and_extra_files(frozen: Path, tmp_path: Path) -> None:
     copy = tmp_path / "v1"
     shutil.copytree(frozen, copy)
-    assert verify_release(copy).ok and verify_release(copy).checked == 40
+    assert verify_release(copy).ok and verify_release(copy).checked == 41  # 40 files + croissant.json
     with (copy / "gold/itp.jsonl").open("a") as handle:
         handle.write('{"id": "forged"}\n')
     (copy / "figures/labels_er.png").unlink()
@@ -220,7 +220,8 @@ def test_card_has_citation_and_licence_sections(frozen: Path, tmp_path: Path) ->
     front = yaml.safe_load(card.split("---\n")[1])
     assert front["license"] == "other"
     assert "## Citation" in card and "## Licence" in card
-    assert "arXiv 2609.09657" in card and "@misc{" in card and "placeholder" in card.lower()
+    # no citation set (an internal release): the card says so and names the paper, with no placeholder entry
+    assert "arXiv 2609.09657" in card and "No citation was set" in card and "placeholder" not in card.lower()
     assert "source videos" in card
     out = tmp_path / "v1"
     freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA, license="cc-by-nc-4.0")

@@ -24,6 +24,7 @@ class ConsoleHooks:
     def __init__(self, console: Console, err_console: Console) -> None:
         self.console, self.err_console = console, err_console
         self.status: Status | None = None
+        self.warned: set[tuple[str, str]] = set()  # (session, warning) shown in this build: a later step repeats some
 
     def _progress(self) -> Progress:
         return Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
@@ -37,7 +38,7 @@ class ConsoleHooks:
                          lambda done: progress.update(task, advance=1, current=done.session_id),
                          lambda sid, done, total, unit: progress.update(
                              task, current=f"{sid}: {done:.0f}/{total:.0f} {unit}"))
-        print_stage(self.console, self.err_console, report)
+        print_stage(self.console, self.err_console, report, self.warned)
         return report
 
     def corpus_step(self, outcome: StepOutcome) -> None:
@@ -54,12 +55,21 @@ class ConsoleHooks:
             self.status.stop()
 
 
-def print_stage(console: Console, err_console: Console, report: StageReport) -> None:
+def print_stage(console: Console, err_console: Console, report: StageReport,
+                warned: set[tuple[str, str]] | None = None) -> None:
+    """The step's summary line, its failures, and the warnings of the sessions it ran (each once per build:
+    `rows` repeats the warnings of transcribe and diarize in its own summary)."""
     took = f" ({report.elapsed_s:.1f} s)" if report.ran or report.failed else ""
     console.print(f"{report.stage}: {len(report.ran)} ran, {len(report.up_to_date)} up to date, "
                   f"{len(report.failed)} failed, {len(report.blocked)} waiting -> {report.manifest}{took}")
     for session_id, error in report.failed.items():
         err_console.print(line("  ", styled("failed", "red"), f" {session_id}: {error}"))
+    warned = set() if warned is None else warned
+    for session_id, warnings in report.warnings.items():
+        for warning in warnings:
+            if (session_id, warning) not in warned:
+                warned.add((session_id, warning))
+                err_console.print(line("  ", styled("warning", "yellow"), f" {session_id}: {warning}"))
 
 
 def build_and_print(project: Project, console: Console, err_console: Console, *, session_ids: Iterable[str] = (),

@@ -33,7 +33,10 @@ def sample(ctx: click.Context, force: bool) -> None:
 @click.option("--id", "session_id", required=True, help="Session id, e.g. alan_and_evelyn/001_s01e01_ct25_segment04.")
 @click.option("--scenario", required=True, type=click.Choice(["couple", "family"]))
 @click.option("--participant", "-p", "participants", multiple=True, required=True,
-              help="An on-screen client's name (repeat for each; the therapist is implicit).")
+              help="An on-screen client's name (repeat for each; the therapist is implicit unless --no-therapist).")
+@click.option("--therapist/--no-therapist", default=True, show_default=True,
+              help="Whether a therapist speaks in the session; --no-therapist writes therapist=no in the catalog, "
+                   "so diarization expects only the participants' voices and no row is named Therapist.")
 @click.option("--subtitles", type=click.Path(dir_okay=False, path_type=Path), help="SRT/VTT file inside raw_video/.")
 @click.option("--clip", nargs=2, type=str, default=None, metavar="START END",
               help="Cut the session from the video: seconds or HH:MM:SS[.mmm].")
@@ -42,7 +45,8 @@ def sample(ctx: click.Context, force: bool) -> None:
               help="Catalog file to append to (default raw_video/sessions.csv).")
 @click.pass_context
 def add_session(ctx: click.Context, video: Path, session_id: str, scenario: str, participants: tuple[str, ...],
-                subtitles: Path | None, clip: tuple[str, str] | None, source: str, catalog: Path | None) -> None:
+                subtitles: Path | None, clip: tuple[str, str] | None, source: str, catalog: Path | None,
+                therapist: bool) -> None:
     """Validate a video inside raw_video/, hash it and add it to the catalog.
 
     A relative VIDEO, --subtitles or --catalog path is read from the project root (--root), else from the
@@ -59,9 +63,11 @@ def add_session(ctx: click.Context, video: Path, session_id: str, scenario: str,
     entry = register_session(
         project, video=video, session_id=session_id, scenario=scenario, participants=list(participants),
         settings=load_settings(project.root, overrides_of(ctx)).ingest, subtitles=subtitles, clip=span,
-        source=source, catalog=catalog,
+        source=source, catalog=catalog, therapist=therapist,
     )
-    console.print(f"added {entry.session_id} ({entry.video}, sha256 {entry.sha256[:12]}…); "
+    voices = f"{len(entry.participants)} voice(s), no therapist" if not therapist else \
+        f"{len(entry.participants) + 1} voice(s) with the therapist"
+    console.print(f"added {entry.session_id} ({entry.video}, sha256 {entry.sha256[:12]}…, {voices}); "
                   "run `rescue build` to process it", highlight=False)
     from pipeline.catalog import load_catalog, shared_videos
 

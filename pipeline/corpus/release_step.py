@@ -12,6 +12,9 @@ session, the step waits.
 With `release_media` on (the default), the gold rows' clips are packed under the release's media/ folder;
 flipping the setting, or a clip rewritten in the build (its size or modification time changes), makes the
 step run again. A gold session without clips stops the step with an error naming the fix.
+
+The card and croissant.json summarise the build's agreement report (build/agreement/report.json) and carry
+the citation of `[tool.rescue.build]`: a new report, citation or public flag freezes the release again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
+from pipeline.corpus.agreement_card import build_agreement
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.state import file_sha, fingerprint, last_done, read_state
 from pipeline.store import read_jsonl
@@ -92,9 +96,12 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     clips = gold_clips(ctx.project, given) if ctx.settings.build.release_media else None
     # media keys only when on, so the fingerprint of a text-only release is what it was before media existed
     media = {"media": True, "clips": clips_signature(ctx.project, clips)} if clips is not None else {}
-    fp = fingerprint("freeze", "1", gold=file_sha(gold), task_settings=file_sha(given.settings_file),
+    agreement = build_agreement(ctx.project)
+    # version 2: the card's sections for strangers and croissant.json, whose inputs are the last three keys
+    fp = fingerprint("freeze", "2", gold=file_sha(gold), task_settings=file_sha(given.settings_file),
                      schema=file_sha(given.schema_file), version=version, models=[m.model_dump() for m in models],
-                     license=release.license, **media)
+                     license=release.license, **media, citation=release.citation, public=release.public,
+                     agreement=agreement.model_dump(mode="json") if agreement else None)
     done = last_done(ctx.project, "freeze", fp)
     if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
@@ -105,7 +112,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     if answers is not None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
     summary = freeze_gold(ctx.project, given, release, snapshots=snapshots, models=models, out=out, overwrite=True,
-                          media=clips if clips is not None else False)
+                          media=clips if clips is not None else False, agreement=agreement)
     notes = [str(w) for w in warnings[:10]]
     notes.append(describe_label_sources(summary.label_sources))
     notes.extend(summary.coverage_warnings[:10])

@@ -67,6 +67,11 @@ def connect(address: str) -> bool:
         where = target or "a local Ray"
         fix = ("make the cluster's token available here: copy ~/.ray/auth_token from the head node, or set "
                "RAY_AUTH_TOKEN_PATH (see docs/ray.md)") if "token" in str(exc).lower() else _START
+        if target is not None and os.environ.get("RAY_AUTH_MODE") != "token":
+            # a driver without token mode is refused by a head started with it, and Ray then reports a
+            # missing cluster, not the refusal: say so
+            fix = (f"{fix}; a cluster started with RAY_AUTH_MODE=token (docs/ray.md) needs it on this driver too: "
+                   "RAY_AUTH_MODE=token rescue build --executor ray ...")
         raise RescueError(f"cannot join the Ray cluster at {where}: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0] if str(exc) else ''}", fix) from exc
     return True

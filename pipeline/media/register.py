@@ -44,8 +44,9 @@ def _inside_raw_video(project: Project, path: Path, what: str) -> Path:
 def register_session(project: Project, *, video: Path, session_id: str, scenario: str,
                      participants: list[str], settings: IngestSettings, subtitles: Path | None = None,
                      clip: tuple[float, float] | None = None, source: str = "",
-                     catalog: Path | None = None) -> CatalogEntry:
-    """Validate everything ingest would, then append the session to `catalog` (default raw_video/sessions.csv)."""
+                     catalog: Path | None = None, therapist: bool = True) -> CatalogEntry:
+    """Validate everything ingest would, then append the session to `catalog` (default raw_video/sessions.csv).
+    `therapist=False`: only the participants speak (the catalog's `therapist` column says no)."""
     video_path = _inside_raw_video(project, video, "video")
     if video_path.stat().st_size == 0:
         raise RescueError(f"video {video} is empty (0 bytes)", "copy or download the video again")
@@ -61,6 +62,7 @@ def register_session(project: Project, *, video: Path, session_id: str, scenario
             clip_start=clip[0] if clip else None,
             clip_end=clip[1] if clip else None,
             source=source,
+            therapist=therapist,
         )
     except ValidationError as exc:
         raise RescueError(f"cannot add session {session_id!r}: {describe_validation(exc)}",

@@ -51,18 +51,35 @@ def speaker_bounds(expected: int, settings: DiarizationSettings) -> tuple[int | 
     return None, None, None
 
 
+def _window_linkage(centroids: list[dict[str, np.ndarray]]) -> tuple[list[tuple[int, str]], np.ndarray | None]:
+    """The window labels and their average-linkage cosine tree (None for fewer than two labels)."""
+    from scipy.cluster.hierarchy import linkage
+
+    keys = [(index, label) for index, window in enumerate(centroids) for label in sorted(window)]
+    if len(keys) <= 1:
+        return keys, None
+    vectors = np.stack([centroids[index][label] for index, label in keys])
+    vectors = np.nan_to_num(vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9))
+    return keys, linkage(vectors, method="average", metric="cosine")
+
+
+def unbounded_links(centroids: list[dict[str, np.ndarray]], threshold: float) -> int:
+    """How many speakers the windows' labels link into by the threshold alone, before any speaker-count bound."""
+    from scipy.cluster.hierarchy import fcluster
+
+    keys, tree = _window_linkage(centroids)
+    return len(keys) if tree is None else int(fcluster(tree, threshold, criterion="distance").max())
+
+
 def link_windows(centroids: list[dict[str, np.ndarray]], threshold: float, bounds: tuple[int | None, ...]
                  ) -> dict[tuple[int, str], int]:
     """Give the same id to window labels whose centroids are close (average-linkage cosine clustering),
     keeping the number of speakers within the bounds."""
-    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.cluster.hierarchy import fcluster
 
-    keys = [(index, label) for index, window in enumerate(centroids) for label in sorted(window)]
-    if len(keys) <= 1:
+    keys, tree = _window_linkage(centroids)
+    if tree is None:
         return {key: 0 for key in keys}
-    vectors = np.stack([centroids[index][label] for index, label in keys])
-    vectors = np.nan_to_num(vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9))
-    tree = linkage(vectors, method="average", metric="cosine")
     clusters = fcluster(tree, threshold, criterion="distance")
     num, low, high = bounds
     wanted = num or (low if low and clusters.max() < low else high if high and clusters.max() > high else None)
@@ -77,6 +94,7 @@ class DiarizeResult:
     windows: int
     warnings: list[str] = field(default_factory=list)
     loaded: Any = None
+    unbounded: int | None = None  # voices the clustering found before the speaker-count bounds (None: unknown)
 
 
 def _load_pyannote(settings: DiarizationSettings) -> Any:
@@ -112,17 +130,37 @@ def diarize_audio(audio: Path, settings: DiarizationSettings, bounds: tuple[int 
     spans = wav.plan_windows(audio, settings.window_seconds)
     raw: list[tuple[float, float, tuple[int, str]]] = []
     centroids: list[dict[str, np.ndarray]] = []
+    unbounded: int | None = None
     num, low, high = bounds
     for index, (start, end) in enumerate(spans):
-        turns, window_centroids = pyannote_adapter.diarize(
+        turns, window_centroids, unbounded = pyannote_adapter.diarize(
             loaded, wav.read_span(audio, start, end), start, num_speakers=num, min_speakers=low, max_speakers=high,
             progress=window_reporter(start, end, spans[0][0], spans[-1][1]))
         raw.extend((s, min(e, end), (index, label)) for s, e, label in turns)
         centroids.append(window_centroids)
-    ids = link_windows(centroids, settings.clustering_threshold, bounds) if len(spans) > 1 else {}
+    ids = {}
+    if len(spans) > 1:
+        ids = link_windows(centroids, settings.clustering_threshold, bounds)
+        unbounded = unbounded_links(centroids, settings.clustering_threshold)  # voices across the windows
     turns = _relabel([(s, e, ids.get(key, key)) for s, e, key in raw])
     warnings = [] if turns else ["no speech found by the diarization pipeline: no speaker turns"]
-    return DiarizeResult(turns, len(spans), warnings, loaded)
+    return DiarizeResult(turns, len(spans), warnings, loaded, unbounded if turns else None)
+
+
+def speaker_count_warnings(entry: CatalogEntry, expected: int, labels: int, unbounded: int | None) -> list[str]:
+    """A warning when diarization finds another number of voices than the catalog implies: more labels than
+    the catalog lists, or (before the bounds made the count fit) more or fewer voices by the clustering alone."""
+    if not labels:
+        return []
+    who = f"{', '.join(entry.participants)}{' + Therapist' if entry.therapist else ', no therapist'}"
+    fix = ("check the catalog: its participants, and its therapist column (`rescue add-session --no-therapist`, "
+           "or therapist = no in sessions.csv, for a session where no therapist speaks)")
+    if labels != expected:
+        return [f"heard {labels} speaker(s), the catalog implies {expected} ({who}); {fix}"]
+    if unbounded is not None and unbounded != expected:
+        return [f"the clustering found {unbounded} voice(s) before the speaker count was bounded, the catalog "
+                f"implies {expected} ({who}), and the turns were split into {labels} label(s) to fit; {fix}"]
+    return []
 
 
 def overlap_seconds(turns: list[SpeakerTurn]) -> float:
@@ -161,9 +199,7 @@ def diarize_session(project: Project, entry: CatalogEntry, settings: Settings, w
     write_rttm(workdir / RTTM_FILE, entry.session_id, [(t.start, t.end, t.label) for t in result.turns])
     stats = label_stats(result.turns)
     warnings = list(result.warnings)
-    if len(stats) > expected:
-        warnings.append(f"heard {len(stats)} speakers, the catalog lists {expected} "
-                        f"({', '.join(entry.participants)}{' + Therapist' if entry.therapist else ', no therapist'})")
+    warnings += speaker_count_warnings(entry, expected, len(stats), result.unbounded)
     loaded = result.loaded
     record = DiarizationRecord(
         session_id=entry.session_id, pipeline=resolved.pipeline,
@@ -172,7 +208,7 @@ def diarize_session(project: Project, entry: CatalogEntry, settings: Settings, w
         device=resolved.device, packages=pyannote_adapter.package_versions(), catalog_speakers=expected,
         num_speakers=bounds[0], min_speakers=bounds[1], max_speakers=bounds[2], labels=stats,
         speech_seconds=round(sum(t.end - t.start for t in result.turns), 3),
-        overlap_seconds=overlap_seconds(result.turns), windows=result.windows,
+        overlap_seconds=overlap_seconds(result.turns), windows=result.windows, unbounded_speakers=result.unbounded,
         turns_sha256=sha256_file(workdir / TURNS_FILE), warnings=tuple(warnings))
     write_record_atomic(workdir / RECORD_NAME, record)
     return record

@@ -150,18 +150,53 @@ def _hook(progress: Callable[[float], None]) -> Callable[..., None]:
     return hook
 
 
+class _UnboundedCount:
+    """Wraps a pipeline's `clustering.cluster` (pyannote's AgglomerativeClustering) to also cluster the same
+    embeddings once without the speaker-count bounds: how many voices the threshold alone finds, which the
+    bounds may have pushed up (`min_speakers`) or down. One more linkage over the embeddings: cheap."""
+
+    def __init__(self, clustering: Any) -> None:
+        self.clustering, self.found = clustering, None
+        self.original = getattr(clustering, "cluster", None)
+
+    def __call__(self, embeddings: np.ndarray, min_clusters: int | None = None, max_clusters: int | None = None,
+                 num_clusters: int | None = None) -> np.ndarray:
+        assert self.original is not None
+        free = self.original(np.array(embeddings, copy=True), min_clusters=1, max_clusters=len(embeddings))
+        self.found = int(len(np.unique(free)))
+        return self.original(embeddings, min_clusters=min_clusters, max_clusters=max_clusters,
+                             num_clusters=num_clusters)
+
+    def counting(self) -> Any:
+        """A context that routes the pipeline's clustering through this wrapper (nothing for other clusterings)."""
+        from contextlib import nullcontext
+
+        if self.original is None or not isinstance(self.clustering, _agglomerative()):
+            return nullcontext()
+        return patch.object(self.clustering, "cluster", self)
+
+
+def _agglomerative() -> type:
+    from pyannote.audio.pipelines.clustering import AgglomerativeClustering
+
+    return AgglomerativeClustering
+
+
 def diarize(loaded: LoadedDiarization, samples: np.ndarray, offset: float, *, num_speakers: int | None,
             min_speakers: int | None, max_speakers: int | None,
-            progress: Callable[[float], None] = lambda fraction: None) -> tuple[list[tuple[float, float, str]],
-                                                                                dict[str, np.ndarray]]:
+            progress: Callable[[float], None] = lambda fraction: None
+            ) -> tuple[list[tuple[float, float, str]], dict[str, np.ndarray], int | None]:
     """Speaker turns (start, end, label) of float32 16 kHz `samples`, shifted by `offset`, overlapping turns
-    kept; and one centroid embedding per label (to link labels across windows)."""
+    kept; one centroid embedding per label (to link labels across windows); and the number of voices the
+    clustering found before the speaker-count bounds were applied (None where the pipeline's clustering is
+    not pyannote's agglomerative one, e.g. a hub pipeline's VBx)."""
     import torch
 
     began = time.perf_counter()
     file = {"waveform": torch.from_numpy(np.ascontiguousarray(samples))[None], "sample_rate": SAMPLE_RATE,
             "uri": "session"}
-    with warnings.catch_warnings():
+    unbounded = _UnboundedCount(getattr(loaded.pipeline, "clustering", None))
+    with warnings.catch_warnings(), unbounded.counting():
         warnings.simplefilter("ignore")  # e.g. "detected number of speakers outside the given bounds"
         output = loaded.pipeline(file, num_speakers=num_speakers, min_speakers=min_speakers,
                                  max_speakers=max_speakers, hook=_hook(progress))
@@ -175,4 +210,4 @@ def diarize(loaded: LoadedDiarization, samples: np.ndarray, offset: float, *, nu
     if embeddings is not None:
         for label, vector in zip(annotation.labels(), embeddings):
             centroids[str(label)] = np.asarray(vector, dtype=np.float64)
-    return turns, centroids
+    return turns, centroids, unbounded.found

@@ -78,6 +78,8 @@ class DiarizationRecord(Record):
     num_speakers: int | None = None
     min_speakers: int | None = None
     max_speakers: int | None = None
+    unbounded_speakers: int | None = Field(None, description="voices the clustering found before the speaker-count "
+                                           "bounds were applied (None: not known for this pipeline)")
     labels: tuple[LabelStats, ...]
     speech_seconds: float
     overlap_seconds: float = Field(description="time where two or more labels speak at once (kept, not dropped)")

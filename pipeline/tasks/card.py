@@ -1,6 +1,7 @@
 """The release's dataset card (README.md): YAML front matter with one `configs:` entry per task, so the
-Hugging Face `datasets` loader reads each task's Parquet file, then the numbers, the construction
-choices, how to cite and the licence."""
+Hugging Face `datasets` loader reads each task's Parquet file, then the numbers, the prediction format, the
+annotation process and its agreement, the construction choices, sensitive data and limitations, how to cite
+and the licence (the sections for a stranger: pipeline/tasks/card_sections.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from typing import Any
 
 import yaml
 
+from pipeline.tasks.card_sections import annotation_section, citation_section, prediction_section, sensitive_section
 from pipeline.tasks.instances import TASK_TITLES, TASKS
+from pipeline.tasks.release_card import CardSettings
 from pipeline.tasks.modes import AUDIO_FIELDS, MODES, VIDEO_MODE, VISUAL_FIELDS, supported_modes
 from pipeline.tasks.stats import instances_markdown, table3_markdown
 
@@ -28,24 +31,6 @@ METRICS = {
     "stp": "recall@1/2/3, MRR over the top 3",
     "ssp": "recall@1/2/3, MRR over the top 3",
 }
-
-
-# The spec gives the paper's arXiv id but no BibTeX: the first entry is a placeholder to complete.
-CITATION = """```bibtex
-@misc{rescue_bench_paper,
-  title         = {{RESCUE-BENCH}: PLACEHOLDER - copy the title and authors from arXiv 2609.09657},
-  author        = {PLACEHOLDER},
-  year          = {PLACEHOLDER},
-  eprint        = {2609.09657},
-  archivePrefix = {arXiv},
-  note          = {Placeholder entry: replace it with the paper's own BibTeX}
-}
-
-@software{rescue_bench_pipeline,
-  title = {{RESCUE-BENCH} construction pipeline (`rescue`), version CODE_VERSION},
-  note  = {Rebuilds the RESCUE-BENCH task files from annotated therapy-session recordings}
-}
-```"""
 
 
 MODE_SHOWS = {
@@ -107,7 +92,8 @@ def front_matter(version: str, license: str = "other") -> dict[str, Any]:
     }
 
 
-def dataset_card(version: str, stats: dict[str, Any], manifest_core: dict[str, Any]) -> str:
+def dataset_card(version: str, stats: dict[str, Any], manifest_core: dict[str, Any],
+                 card: CardSettings = CardSettings()) -> str:
     license = manifest_core["license"]
     header = yaml.safe_dump(front_matter(version, license), sort_keys=False, allow_unicode=True, width=1000)
     settings = manifest_core["task_settings"]
@@ -146,13 +132,16 @@ ITP (intervention timing), STP (support target) and SSP (support strategy).
   the same as Parquet, config `benchmark`).
 - `MANIFEST.json`: sha256 and row count of every file, schema version, task-construction settings,
   code version, annotation snapshot ids, model names and versions. Check a copy with `rescue verify <folder>`.
+- `croissant.json`: the same release as [Croissant](https://mlcommons.org/croissant/) 1.0 metadata (JSON-LD):
+  the Parquet files with their sha256, one record set per config above (scalar columns), and the
+  Responsible AI fields (collection, annotation, sensitive data, limitations, intended use).
 - `stats/`: the statistics table below (`table3.md/.csv`), instance counts (`instances.md/.csv`) and
   everything as `statistics.json`. `figures/`: relation-pattern transitions and label distributions.
 
 Load one task with the `datasets` library: `load_dataset("<this folder>", "itp", split="test")`
 (`"itp_gold"` for its answers), or read the Parquet files with any dataframe library.
 
-{media_section(manifest_core.get("media"))}## Statistics (as the paper's Table 3)
+{prediction_section()}{media_section(manifest_core.get("media"))}## Statistics (as the paper's Table 3)
 
 {table3_markdown(stats["table3"])}
 Durations run to the end of each session's last row (the row format has no duration field); n/a: no
@@ -161,7 +150,7 @@ session of that scenario in this release.
 ## Instances per task and scenario
 
 {instances_markdown(stats["instances"])}
-## How the tasks were built
+{annotation_section(card)}## How the tasks were built
 
 Settings `{settings['name']}-v{settings['version']}` (all values in `MANIFEST.json`); label sets from
 the annotation schema `{manifest_core['schema']['id']}`. Context: ER {settings['er']['context_size']},
@@ -177,24 +166,19 @@ Instances of one session share context: a later instance's context shows rows th
 instance's answer (e.g. who spoke after an ITP decision row). Present each instance on its own, not all
 instances of a session in one prompt.
 
-## Provenance
+{sensitive_section("media" in manifest_core)}## Provenance
 
 - Code version: {manifest_core['code_version']}
 - Annotation snapshots: {snapshots}
 {models}
 
-## Citation
-
-If you use this data, cite the RESCUE-BENCH paper (arXiv 2609.09657) and say that the task files were
-rebuilt with this pipeline:
-
-{CITATION.replace("CODE_VERSION", manifest_core["code_version"])}
-
+{citation_section(card, manifest_core["code_version"])}
 ## Licence
 
 The rows, task files and statistics are derived from the source videos (their speech, on-screen
 behaviour and timing). Their licence is the source videos' licence, which the makers of this pipeline
 do not own and cannot change: check the terms of each source before you use or share this release.
 The `license:` field above is `{license}`, as set when the release was frozen (`rescue freeze --license`,
-or `release_license` in `[tool.rescue.build]`). Raw video, audio and subtitles are not part of it.
+or `release_license` in `[tool.rescue.build]`; a public release, `release_public = true`, must name a
+specific licence). Raw video, audio and subtitles are not part of it.
 """

@@ -1,12 +1,14 @@
 """Freezing gold sessions into a release: the one implementation behind the build's freeze step and
 `rescue freeze --gold FILE` (a published or hand-made gold file), with one set of defaults.
 
-Defaults, for both: the release version and licence from `[tool.rescue.build]` (`release_version`,
-`release_license`), the task settings `annotation_schemas/tasks-v1.yaml` of the project (else the
-packaged one), the manifest naming the gold file relative to the project root. What differs is only
-what each knows: the build step records the annotation snapshot and the models behind the rows, and
-replaces a changed release (the old one moves to superseded/); the file entry takes snapshots and
-models from its flags and replaces a different release only with `--force`.
+Defaults, for both: the release version, licence, citation and public flag from `[tool.rescue.build]`
+(`release_version`, `release_license`, `release_citation`, `release_public`), the task settings
+`annotation_schemas/tasks-v1.yaml` of the project (else the packaged one), the manifest naming the gold file
+relative to the project root. What differs is only what each knows: the build step records the annotation
+snapshot and the models behind the rows, and replaces a changed release (the old one moves to superseded/);
+the file entry takes snapshots and models from its flags and replaces a different release only with `--force`.
+Only the build step has an agreement report to summarise on the card; a gold file's card says the figures are
+not available.
 
 Media: the build step packs clips when `release_media` of `[tool.rescue.build]` is on (the default);
 `rescue freeze --gold FILE` only with `--media`, since a gold file from elsewhere has no clips. Either
@@ -30,6 +32,7 @@ from pipeline.tasks.clips import clip_index
 from pipeline.tasks.gold_input import GoldProblem, read_gold_file
 from pipeline.tasks.media import ClipIndex
 from pipeline.tasks.release import ModelVersion, ReleaseProvenance, ReleaseSummary, freeze_release, gold_source_label
+from pipeline.tasks.release_card import AgreementSummary, CardSettings
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, load_task_settings
 
 
@@ -44,10 +47,14 @@ def task_settings_file(project: Project, given: Path | None = None) -> Path:
 class ReleaseDefaults:
     version: str
     license: str
+    citation: str = ""
+    public: bool = False
 
     @classmethod
     def of(cls, settings: Settings, version: str | None = None, license: str | None = None) -> ReleaseDefaults:
-        return cls(version or settings.build.release_version, license or settings.build.release_license)
+        build = settings.build
+        return cls(version or build.release_version, license or build.release_license, build.release_citation,
+                   build.release_public)
 
 
 @dataclass(frozen=True)
@@ -79,9 +86,11 @@ def gold_clips(project: Project, given: GoldInput) -> ClipIndex:
 
 def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *, snapshots: Sequence[str],
                 models: Sequence[ModelVersion | dict[str, str]], out: Path | None = None,
-                overwrite: bool, media: bool | ClipIndex = False) -> ReleaseSummary:
+                overwrite: bool, media: bool | ClipIndex = False,
+                agreement: AgreementSummary | None = None) -> ReleaseSummary:
     """`media`: False for a text-only release, True to pack the clips of this project's build, or the
-    clips already indexed (the build step indexes them for its fingerprint)."""
+    clips already indexed (the build step indexes them for its fingerprint). `agreement`: the figures of the
+    build's agreement report for the card (None: the card says they are not available)."""
     clips = gold_clips(project, given) if media is True else (None if media is False else media)
     provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots),
                                    models=tuple(models),  # type: ignore[arg-type]  (dicts are validated)
@@ -89,4 +98,5 @@ def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *,
                                    gold_sha256=sha256_file(given.gold))
     return freeze_release(list(given.sessions), given.task_settings, provenance,
                           out or layout.release_dir(project, release.version), schema=given.schema,
-                          overwrite=overwrite, license=release.license, media=clips)
+                          overwrite=overwrite, license=release.license, media=clips,
+                          card=CardSettings(citation=release.citation, public=release.public, agreement=agreement))

@@ -231,3 +231,10 @@ def parquet_bytes(records: Sequence[dict[str, Any]], where: str, jsonl: bytes | 
     if jsonl is None:
         jsonl = "".join(dumps(record) + "\n" for record in records).encode("utf-8")
     return _native_path(records, jsonl) or _python_path(records, where)
+
+
+def parquet_columns(data: bytes) -> list[tuple[str, str]]:
+    """The top-level columns of Parquet `data` with their polars type names ('String', 'Int64', 'List', ...)."""
+    import polars as pl
+
+    return [(name, type(dtype).__name__) for name, dtype in pl.read_parquet_schema(io.BytesIO(data)).items()]

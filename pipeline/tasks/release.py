@@ -36,6 +36,8 @@ from pipeline.store import TMP_MARK, sha256_json
 from pipeline.tasks import figures
 from pipeline.tasks.build import TaskBuild, build_tasks
 from pipeline.tasks.card import dataset_card
+from pipeline.tasks.croissant import FILE_NAME as CROISSANT_FILE
+from pipeline.tasks.croissant import croissant_bytes
 from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
@@ -43,7 +45,8 @@ from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
 from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes
 from pipeline.tasks.media import MEDIA_FOLDER, ClipIndex, MediaRecords, pack_clips
 from pipeline.tasks.modes import VIDEO_TASKS
-from pipeline.tasks.parquet_files import parquet_bytes, polars_version, pyarrow_version
+from pipeline.tasks.parquet_files import parquet_bytes, parquet_columns, polars_version, pyarrow_version
+from pipeline.tasks.release_card import CardSettings, check_public
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
     SCENARIOS,
@@ -120,6 +123,7 @@ class ReleaseWriter:
         self.folder = folder
         self.entries: dict[str, dict[str, Any]] = {}
         self.json_columns: dict[str, list[str]] = {}
+        self.columns: dict[str, list[tuple[str, str]]] = {}  # per Parquet file: (column, polars type name)
 
     def jsonl_and_parquet(self, path: str, lines: Iterable[str], records: Sequence[dict[str, Any]]) -> None:
         """`path`.jsonl and its Parquet twin, the Parquet file read from the same JSONL text."""
@@ -140,6 +144,7 @@ class ReleaseWriter:
         """The records as Parquet; remembers the columns that had to be stored as JSON text."""
         data, json_columns = parquet_bytes(records, path, jsonl)
         self.bytes(path, data, rows=len(records))
+        self.columns[path] = parquet_columns(data)
         if json_columns:
             self.json_columns[path] = json_columns
 
@@ -223,6 +228,7 @@ def media_core(clips: int) -> dict[str, Any]:
 def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings,
                   provenance: ReleaseProvenance, version: str, schema: AnnotationSchema,
                   license: str = DEFAULT_LICENSE, media: ClipIndex | None = None, link_clips: bool = True,
+                  card: CardSettings = CardSettings(),
                   ) -> tuple[bytes, TaskBuild, list[GoldProblem], int, tuple[int, int]]:
     """Write the whole release into `folder`; returns the manifest's bytes, the build, the warnings, the file
     count and (clips linked, clips copied)."""
@@ -241,7 +247,9 @@ def write_release(folder: Path, gold_sessions: Sequence[BenchmarkSession], setti
         writer.entries.update({entry["path"]: entry for entry in clips.entries})
         core["media"] = media_core(len(clips.entries))
         packed = (clips.linked, clips.copied)
-    writer.bytes("README.md", dataset_card(version, stats, core).encode())
+    # Croissant lists the data files' hashes; the card and the manifest come last (the manifest lists both)
+    writer.bytes(CROISSANT_FILE, croissant_bytes(version, license, core, writer.entries, writer.columns, card))
+    writer.bytes("README.md", dataset_card(version, stats, core, card).encode())
     manifest = manifest_bytes({**core, "files": writer.manifest_files()})
     with naming(folder / MANIFEST):
         (folder / MANIFEST).write_bytes(manifest)
@@ -274,13 +282,15 @@ def _holds(folder: Path, manifest: bytes) -> bool:
 def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings, provenance: ReleaseProvenance,
                    out_dir: Path, *, schema: AnnotationSchema | None = None, overwrite: bool = False,
                    license: str = DEFAULT_LICENSE, media: ClipIndex | None = None,
-                   link_clips: bool = True) -> ReleaseSummary:
+                   link_clips: bool = True, card: CardSettings = CardSettings()) -> ReleaseSummary:
     """Build the six task files and the release folder `out_dir` (its name is the release version).
 
     Files are written into a temporary sibling folder, which takes the place of `out_dir` only when
     complete; an existing release with the same manifest (but for the gold file's path) and intact files is
     kept as it is (`unchanged`). `license` goes into the card's front matter and the manifest. `media`:
     every gold row's clip, for a release with media (`link_clips=False` copies instead of hard-linking).
+    `card`: the citation, whether the release is public (then a citation and a specific licence are required)
+    and the agreement figures, for the card and croissant.json.
     A different existing release is refused, or with `overwrite` moved to superseded/ (never deleted).
     """
     version = out_dir.name
@@ -292,6 +302,7 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     if not LICENSE_PATTERN.match(license):
         raise RescueError(f"licence {license!r} is not a licence identifier",
                           "use a Hugging Face licence id such as other, cc-by-nc-4.0 or cc-by-4.0")
+    check_public(card, license, version)
     schema = schema or load_schema(schema_path(settings, DEFAULT_TASK_SETTINGS))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staged = out_dir.with_name(f".{version}{TMP_MARK}{uuid.uuid4().hex[:8]}")
@@ -299,7 +310,7 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     try:
         staged.mkdir()
         manifest, build, warnings, count, (linked, copied) = write_release(
-            staged, gold_sessions, settings, provenance, version, schema, license, media, link_clips)
+            staged, gold_sessions, settings, provenance, version, schema, license, media, link_clips, card)
         if out_dir.exists() and _holds(out_dir, manifest):
             unchanged = True
         elif out_dir.exists() and not overwrite:
