@@ -11,8 +11,8 @@ import yaml
 
 from pipeline.tasks.card_sections import annotation_section, citation_section, prediction_section, sensitive_section
 from pipeline.tasks.instances import TASK_TITLES, TASKS
-from pipeline.tasks.release_card import CardSettings
 from pipeline.tasks.modes import AUDIO_FIELDS, MODES, VIDEO_MODE, VISUAL_FIELDS, supported_modes
+from pipeline.tasks.release_card import CardSettings
 from pipeline.tasks.stats import instances_markdown, table3_markdown
 
 GOLD_FIELDS = {

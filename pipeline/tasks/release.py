@@ -36,9 +36,9 @@ from pipeline.store import TMP_MARK, sha256_json
 from pipeline.tasks import figures
 from pipeline.tasks.build import TaskBuild, build_tasks
 from pipeline.tasks.card import dataset_card
+from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.croissant import FILE_NAME as CROISSANT_FILE
 from pipeline.tasks.croissant import croissant_bytes
-from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
 from pipeline.tasks.instances import TASK_TITLES, TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
