@@ -248,3 +248,31 @@ def test_a_deleted_project_stops_push_and_pull_keeps_its_answers(
     later, records, _ = pull(ls_server)  # the new project holds nothing yet: the old answers stay kept
     assert {row.row_id: values_of(records, ANN2, row) for row in rows[1:6]} == ann2_answers
     assert all(count >= 0 for p in later.projects for count in (p.records, p.quarantined, p.superseded))
+
+
+
+def test_a_patch_that_names_the_annotator_as_its_writer_or_a_task_import_with_their_answer_is_still_caught(
+        ls_server: LiveServer, schema: AnnotationSchema, accounts: dict[str, int], rows: list[TranscriptRow],
+        saved: dict[tuple[str, int], int]) -> None:
+    """Label Studio 1.23's Annotation.save() stamps updated_by with the request's user, whatever the body says;
+    an annotation imported with a task has no updated_by at all (the pipeline never imports annotations)."""
+    row, target = rows[4], saved[(ANN1, 4)]
+    before = values_of(pull(ls_server)[1], ANN1, row)
+    ann2 = http_as(ls_server, ANN2)
+    ann2.call("PATCH", f"/api/annotations/{target}", {
+        "result": answer(schema, row, dialogue_cleaned="SILENT-CHANGE"), "updated_by": accounts[ANN1],
+        "completed_by": accounts[ANN1]})
+    (session,), _ = load_sessions(ls_server.project, (MAYA,))
+    project_id = ls_server.client.find_project(annotator_title(schema, "couple", ANN1)).id  # type: ignore[union-attr]
+    smuggled = {**build_task(schema, session, 6, context_rows=2, media_url=None),
+                "annotations": [{"result": answer(schema, rows[6], dialogue_cleaned="IMPORTED-AS-ANN1"),
+                                 "completed_by": accounts[ANN1]}]}
+    ann2.call("POST", f"/api/projects/{project_id}/import", [smuggled])  # type: ignore[arg-type]
+
+    summary, records, quarantine = pull(ls_server)
+    assert values_of(records, ANN1, row) == before
+    text = (ls_server.project.root / summary.folder / ANNOTATIONS_FILE).read_text()
+    assert "SILENT-CHANGE" not in text and "IMPORTED-AS-ANN1" not in text
+    reasons = {q["annotation_id"]: q["reason"] for q in quarantine}
+    assert reasons[target].startswith(f"changed by {ANN2} at ")
+    assert [r for r in reasons.values() if r.startswith(f"imported with its task, credited to {ANN1}")]

@@ -236,9 +236,10 @@ def _own_work(out: ExportParse, task: dict[str, Any], annotations: list[dict[str
 
 def _refuse_foreign(out: ExportParse, task: dict[str, Any], annotation: dict[str, Any], annotator: str, owner: str,
                     scenario: Scenario, snapshot: str) -> None:
-    _refuse(out, task, annotation, annotator, scenario, snapshot,
-            f"made by {annotator} in the own project of {owner}: not merged (labels count only from each "
-            f"annotator's own project; {annotator} should label this row in theirs)")
+    reason = (f"made by {annotator} in the own project of {owner}: not merged (labels count only from each "
+              f"annotator's own project; {annotator} should label this row in theirs)")
+    out.disowned[int(annotation["id"])] = reason  # if it was the owner's before (completed_by changed): kept
+    _refuse(out, task, annotation, annotator, scenario, snapshot, reason)
 
 
 def _refuse(out: ExportParse, task: dict[str, Any], annotation: dict[str, Any], annotator: str, scenario: Scenario,

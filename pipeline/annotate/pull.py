@@ -211,7 +211,7 @@ def snapshot_from_exports(project: Project,
                             superseded_detail=tuple(result.superseded + merged.detail[key]),
                             foreign=result.foreign, records=merged.records[key], quarantined=len(result.quarantine),
                             annotators=result.annotators, reanchored=len(result.reanchored), unplaced=result.unplaced,
-                            disowned=len(result.disowned), strangers=result.strangers,
+                            disowned=len(result.disowned) - result.foreign, strangers=result.strangers,
                             reanchored_detail=tuple(f"task {r.task_id} ({r.annotator}): row {r.from_row} -> "
                                                     f"{r.row_id} (IoU {r.iou:.2f})" for r in result.reanchored))
                 for key, result in parsed.items())
