@@ -104,7 +104,8 @@ def saved(ls_server: LiveServer, schema: AnnotationSchema, accounts: dict[str, i
         for index in range(1, 6):
             row = rows[index]
             body = {"result": answer(schema, row), "lead_time": 3.0}
-            made[(email, index)] = int(web.call("POST", f"/api/tasks/{tasks[row.row_id]}/annotations", body).json()["id"])
+            created = web.call("POST", f"/api/tasks/{tasks[row.row_id]}/annotations", body).json()
+            made[(email, index)] = int(created["id"])
     summary, records, _ = pull(ls_server)
     assert {r.annotator for r in records} == {ANN1, ANN2} and not summary.kept
     return made

@@ -49,7 +49,8 @@ class KeptAnswer(Record):
     reason: str
 
     def line(self) -> str:
-        where = f"{self.annotator}, row {self.row_id} ({self.session_id} #{self.row_index}), {len(self.fields)} field(s)"
+        where = (f"{self.annotator}, row {self.row_id} ({self.session_id} #{self.row_index}), "
+                 f"{len(self.fields)} field(s)")
         return f"{where}: {self.reason}"
 
 
@@ -102,10 +103,11 @@ def carry_forward(previous: Path | None, *, snapshot: str, present_pairs: Collec
     groups: dict[tuple[str, str], list[Annotation]] = {}
     with (previous / _ANNOTATIONS).open(encoding="utf-8") as handle:
         for line in handle:
-            if line.strip():
-                record = Annotation.model_validate_json(line)
-                if (record.row_id, record.annotator) not in present_pairs:
-                    groups.setdefault((record.row_id, record.annotator), []).append(record)
+            if not line.strip():
+                continue
+            raw = json.loads(line)  # validated only when carried: most pairs are present again
+            if (raw["row_id"], raw["annotator"]) not in present_pairs:
+                groups.setdefault((raw["row_id"], raw["annotator"]), []).append(Annotation.model_validate(raw))
     for records in groups.values():
         first = records[0]
         aid = first.annotation_id
@@ -125,7 +127,8 @@ def carry_forward(previous: Path | None, *, snapshot: str, present_pairs: Collec
         kept = KeptAnswer(kind=kind, annotator=first.annotator, scenario=first.scenario, session_id=first.session_id,
                           row_id=first.row_id, row_index=first.row_index, fields=tuple(r.field for r in records),
                           annotation_id=aid, task_id=first.task_id,
-                          from_snapshot=earlier.from_snapshot if earlier else first.snapshot, missed_at=since, reason=reason)
+                          from_snapshot=earlier.from_snapshot if earlier else first.snapshot, missed_at=since,
+                          reason=reason)
         if kind != "changed" and accept_deleted:
             out.accepted.append(kept)
             continue
