@@ -246,6 +246,8 @@ def test_a_deleted_project_stops_push_and_pull_keeps_its_answers(
     again = push_rows(ls_server.project, ls_server.connection, settings=SETTINGS, recreate_deleted=True)
     assert [line for line in again.recreated if ANN2 in line and "made again, empty" in line]
     assert set(own_tasks(ls_server, schema, ANN2)) == {row.row_id for row in rows}
+    noted = push_rows(ls_server.project, ls_server.connection, settings=SETTINGS)  # until the next pull: said again
+    assert [line for line in noted.recreated if ANN2 in line and "replaced by a new project" in line]
     later, records, _ = pull(ls_server)  # the new project holds nothing yet: the old answers stay kept
     assert {row.row_id: values_of(records, ANN2, row) for row in rows[1:6]} == ann2_answers
     assert all(count >= 0 for p in later.projects for count in (p.records, p.quarantined, p.superseded))

@@ -29,15 +29,18 @@ class GoneProject:
     project_id: int
     records: int  # records of that project the snapshot holds (its own export's, and answers kept from it)
     snapshot: str
+    replaced_by: int | None = None  # a project of the same title and another id made since (not by this push)
 
     def line(self) -> str:
         known = f" (id {self.project_id})" if self.project_id >= 0 else ""
-        return (f"the {self.scenario} project of {self.annotator}{known} is gone from the server; "
+        now = f", replaced by a new project (id {self.replaced_by})" if self.replaced_by is not None else ""
+        return (f"the {self.scenario} project of {self.annotator}{known} is gone from the server{now}; "
                 f"snapshot {self.snapshot} holds {self.records} record(s) of their answers there (pull keeps them)")
 
 
 def gone_projects(project: Project, found: Iterable[AnnotationProject], roster: Iterable[str]) -> list[GoneProject]:
-    """The roster's projects the newest snapshot holds answers of and the server no longer has (by id)."""
+    """The roster's projects the newest snapshot holds answers of and the server no longer has (by id): gone, or
+    replaced by another project of the same title."""
     folder = previous_snapshot(project.build / "annotations")
     if folder is None:
         return []
@@ -59,12 +62,15 @@ def gone_projects(project: Project, found: Iterable[AnnotationProject], roster: 
             held[(kept["scenario"], kept["annotator"])] = [-1, len(kept.get("fields") or ())]
     gone = []
     for (scenario, annotator), (project_id, records) in sorted(held.items()):
-        if annotator in wanted and records and (scenario, annotator) not in on_server:
-            gone.append(GoneProject(scenario, annotator, project_id, records, folder.name))
+        now = on_server.get((scenario, annotator))
+        if annotator in wanted and records and (now is None or (project_id >= 0 and now != project_id)):
+            gone.append(GoneProject(scenario, annotator, project_id, records, folder.name, now))
     return gone
 
 
 def refuse_gone(gone: list[GoneProject]) -> None:
+    """Stop for a project that is gone and not made again (one made again is a note of push)."""
+    gone = [g for g in gone if g.replaced_by is None]
     if not gone:
         return
     first = gone[0]

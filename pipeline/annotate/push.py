@@ -184,6 +184,8 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
 
 
 def _recreated(gone: GoneProject) -> str:
+    if gone.replaced_by is not None:
+        return f"{gone.line()}: the new project does not hold the old answers"
     return f"{gone.line()}: made again, empty (--recreate-deleted)"
 
 
