@@ -63,7 +63,7 @@ def gone_projects(project: Project, found: Iterable[AnnotationProject], roster: 
     gone = []
     for (scenario, annotator), (project_id, records) in sorted(held.items()):
         now = on_server.get((scenario, annotator))
-        if annotator in wanted and records and (now is None or (project_id >= 0 and now != project_id)):
+        if annotator in wanted and records and now != project_id:  # -1: it was gone at the last pull
             gone.append(GoneProject(scenario, annotator, project_id, records, folder.name, now))
     return gone
 
