@@ -50,7 +50,7 @@ class KeptAnswer(Record):
 
     def line(self) -> str:
         where = (f"{self.annotator}, row {self.row_id} ({self.session_id} #{self.row_index}), "
-                 f"{len(self.fields)} field(s)")
+                 f"field(s) {', '.join(self.fields)}")
         return f"{where}: {self.reason}"
 
 
