@@ -226,7 +226,7 @@ def test_a_deleted_annotation_is_reported_and_kept_until_the_loss_is_accepted(
 def test_a_deleted_project_stops_push_and_pull_keeps_its_answers(
         ls_server: LiveServer, schema: AnnotationSchema, rows: list[TranscriptRow],
         saved: dict[tuple[str, int], int]) -> None:
-    before, records, _ = pull(ls_server)
+    _, records, _ = pull(ls_server)
     ann2_answers = {row.row_id: values_of(records, ANN2, row) for row in rows[1:6]}
     info = ls_server.client.find_project(annotator_title(schema, "couple", ANN2))
     assert info is not None

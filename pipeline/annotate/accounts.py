@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pipeline.annotate import labelstudio
 from pipeline.annotate.labelstudio import Client, Connection
-from pipeline.annotate.roster import Role, add_to_roster
+from pipeline.annotate.roster import Role, add_to_roster, passwords_file
 from pipeline.annotate.server import read_secret, write_secret
 from pipeline.errors import RescueError
 from pipeline.project import Project
-
-
-def passwords_file(project: Project) -> Path:
-    return project.build / "labelstudio" / "annotators.json"
 
 
 @dataclass(frozen=True)

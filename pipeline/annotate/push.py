@@ -16,15 +16,15 @@ from pathlib import Path
 from pydantic import Field
 
 from pipeline.annotate.config import build_config
-from pipeline.annotate.drafted import TRANSCRIPT_VERSION, SessionModelDrafts, load_model_drafts
-from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
-from pipeline.annotate.present import Present
-from pipeline.annotate.media_root import publish_media
 from pipeline.annotate.deleted_projects import GoneProject, gone_projects, refuse_gone
+from pipeline.annotate.drafted import TRANSCRIPT_VERSION, SessionModelDrafts, load_model_drafts
 from pipeline.annotate.guards import guards_of
+from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
+from pipeline.annotate.media_root import publish_media
+from pipeline.annotate.present import Present
 from pipeline.annotate.projects import annotation_projects, annotator_title, project_title
-from pipeline.annotate.roster import Stranger
 from pipeline.annotate.redraft import DraftPlan, plan_drafts, refresh_drafts
+from pipeline.annotate.roster import Stranger
 from pipeline.annotate.server import ServerPaths, connect
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.annotate.tasks import SessionRows, build_task, session_video

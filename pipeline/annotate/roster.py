@@ -50,8 +50,9 @@ def roster_file(project: Project) -> Path:
     return project.build / "labelstudio" / "roster.json"
 
 
-def _passwords_file(project: Project) -> Path:
-    return project.build / "labelstudio" / "annotators.json"  # accounts.passwords_file (not imported: circle)
+def passwords_file(project: Project) -> Path:
+    """The annotators' generated passwords (mode 600), written by `accounts.add_annotators`."""
+    return project.build / "labelstudio" / "annotators.json"
 
 
 def _now() -> str:
@@ -69,7 +70,7 @@ def load_roster(project: Project) -> tuple[RosterEntry, ...]:
             raise RescueError(f"{project.rel_or_abs(path)} is not a readable roster ({exc})",
                               "restore it from a backup, or remove it and add the annotators again with "
                               "`rescue annotators add EMAIL...`") from exc
-    legacy = _passwords_file(project)
+    legacy = passwords_file(project)
     if not legacy.is_file():
         return ()
     try:

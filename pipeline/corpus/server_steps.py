@@ -14,8 +14,8 @@ from pathlib import Path
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
 from pipeline.annotate.guards import guards_of
 from pipeline.annotate.integrity_notes import pull_notes, push_notes
-from pipeline.annotate.roster import counted_annotators, stranger_line
 from pipeline.annotate.push import draft_notes, push_rows
+from pipeline.annotate.roster import counted_annotators, stranger_line
 from pipeline.annotate.tasks import session_video
 from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
 from pipeline.corpus.context import CorpusContext
