@@ -12,9 +12,10 @@ import pytest
 from pipeline.annotate.accounts import add_annotators, annotator_password
 from pipeline.annotate.config import build_config
 from pipeline.annotate.labelstudio import Client, Connection, login_token
-from pipeline.annotate.projects import annotation_projects, annotator_roster, annotator_title, project_title
+from pipeline.annotate.projects import annotation_projects, annotator_title, project_title
 from pipeline.annotate.pull import ANNOTATIONS_FILE, QUARANTINE_FILE, pull_annotations
 from pipeline.annotate.push import load_sessions, push_rows
+from pipeline.annotate.roster import counted_annotators
 from pipeline.annotate.results import encode
 from pipeline.annotate.tasks import build_task
 from pipeline.records import Annotation, TranscriptRow
@@ -61,7 +62,7 @@ def as_user(live: LiveServer, email: str) -> Client:
 def test_each_annotator_has_own_projects_and_never_receives_another_annotators_answer(
         ls_server: LiveServer, schema: AnnotationSchema, accounts: dict[str, int], rows: list[TranscriptRow]) -> None:
     client = ls_server.client
-    assert annotator_roster(client) == (ANN, BOB)  # every account but the admin who owns the token
+    assert counted_annotators(ls_server.project) == (ANN, BOB)  # the roster `rescue annotators add` keeps
     assert client.find_project(project_title(schema, "couple")) is None  # no shared annotation project any more
     mine, theirs = own_tasks(ls_server, schema, ANN), own_tasks(ls_server, schema, BOB)
     assert set(mine) == set(theirs) == {row.row_id for row in rows}  # the same rows, different tasks
@@ -94,7 +95,7 @@ def test_a_new_annotator_gets_every_row_on_the_next_push_and_nothing_is_pushed_t
     assert len(title) <= 50 and title.startswith("RESCUE couple - rescue-v1 / cem.long") and "~" in title
     adjudicated = push_rows(ls_server.project, ls_server.connection, settings=SETTINGS, annotators=(ANN, BOB))
     assert [p.annotator for p in adjudicated.projects] == [ANN, BOB]  # an explicit roster limits it
-    assert annotator_roster(ls_server.client, adjudicators=(CEM,)) == (ANN, BOB)
+    assert counted_annotators(ls_server.project, adjudicators=(CEM,)) == (ANN, BOB)
 
 
 def test_pull_exports_every_annotators_project_and_reports_answers_made_in_someone_elses(

@@ -18,6 +18,7 @@ from pipeline.agreement.prepared import load as load_prepared
 from pipeline.agreement.prepared import save as save_prepared
 from pipeline.agreement.results import AgreementReport
 from pipeline.agreement.settings import AgreementSettings
+from pipeline.agreement.snapshot_notes import snapshot_notes
 from pipeline.agreement.sources import embedding_cache, read_snapshot, schema_for
 
 __all__ = ["AgreeOutput", "coded_snapshot", "embedding_cache", "read_snapshot", "run_agree", "schema_for",
@@ -102,7 +103,8 @@ def _run_agree(project: Project, settings: AgreementSettings, *, snapshot: str |
     acceptance = report_acceptance(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions,
                                    use_text=use_text)
     report = report.model_copy(update={"annotations_file": project.rel_or_abs(path), "disagreements": disagreements,
-                                       "acceptance": acceptance})
+                                       "acceptance": acceptance,
+                                       "notes": report.notes + tuple(snapshot_notes(path))})
     folder = project.build / "agreement"
     write_report(report, folder)
     return AgreeOutput(report=report, folder=folder)

@@ -119,7 +119,7 @@ def check_snapshot(path: Path, sha256: str | None = None) -> bool:
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
         parts = summary["projects"] if "projects" in summary else summary["scenarios"]  # older pulls: per scenario
-        counted = sum(int(part["records"]) for part in parts)
+        counted = sum(int(part["records"]) for part in parts) + int(summary.get("carried", 0))  # + kept.jsonl's
         recorded = str(summary.get("annotations_sha256") or "")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise RescueError(f"{summary_path} is not a readable pull summary ({exc})", _FIX_DAMAGED) from exc

@@ -135,7 +135,7 @@ def pull_adjudications(project: Project, settings: AgreementSettings, connection
 
     schema = schema_for(project, settings)
     client = Client(connection or connect(project))  # type: ignore[arg-type]
-    client.whoami()
+    admin, _ = client.whoami()  # its changes are the pipeline's own (authorship, see pipeline.annotate.parse)
     users = client.users()
     name = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     kept: list[str] = []
@@ -149,7 +149,8 @@ def pull_adjudications(project: Project, settings: AgreementSettings, connection
         disputed = {int(task["id"]): set(task["data"].get("adjudication_fields") or ())
                     for task in json.loads(data)}
         parsed = parse_export(project, data, users, scenario=scenario, schemas=known_schemas(project, schema),
-                              snapshot=f"adjudication-{name}", where=f"adjudication project {info.id}")
+                              snapshot=f"adjudication-{name}", where=f"adjudication project {info.id}",
+                              trusted=(admin,))
         for _, line in sorted(parsed.records):
             record = Annotation.model_validate_json(line)
             if record.field in disputed.get(record.task_id, set()):

@@ -69,7 +69,7 @@ class Confusion(Record):
 
 class InputNote(Record):
     kind: Literal["duplicates", "other_schema_version", "silent_annotator", "adjudicator_left_out",
-                  "single_annotator", "not_computable", "alpha_gwet_divergence"]
+                  "single_annotator", "not_computable", "alpha_gwet_divergence", "not_on_roster", "kept_answers"]
     message: str
 
 

@@ -1,21 +1,18 @@
-"""Annotator accounts: created through the organisation's invite link, passwords kept in a 0600 file."""
+"""Annotator accounts: created through the organisation's invite link, passwords kept in a 0600 file, each
+account put on the roster (`roster`: whose answers count) with its role and the day it joined."""
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pipeline.annotate import labelstudio
 from pipeline.annotate.labelstudio import Client, Connection
+from pipeline.annotate.roster import Role, add_to_roster, passwords_file
 from pipeline.annotate.server import read_secret, write_secret
 from pipeline.errors import RescueError
 from pipeline.project import Project
-
-
-def passwords_file(project: Project) -> Path:
-    return project.build / "labelstudio" / "annotators.json"
 
 
 @dataclass(frozen=True)
@@ -26,8 +23,9 @@ class Account:
 
 
 def add_annotators(project: Project, connection: Connection, emails: list[str],
-                   passwords: dict[str, str] | None = None) -> list[Account]:
-    """Create the accounts (an existing one is left as it is); new passwords go to annotators.json (0600)."""
+                   passwords: dict[str, str] | None = None, role: Role = "annotator") -> list[Account]:
+    """Create the accounts (an existing one is left as it is); new passwords go to annotators.json (0600);
+    every account named goes on the roster with `role`."""
     client = Client(connection)
     client.whoami()
     invite = client.invite_token()
@@ -44,7 +42,8 @@ def add_annotators(project: Project, connection: Connection, emails: list[str],
             known[email] = password
             write_secret(store, known)  # after each account, so a failure later loses no password
         accounts.append((email, status))
-    ids = {email: user_id for user_id, email in client.users().items()}
+    ids = {email.lower(): user_id for user_id, email in client.users().items()}
+    add_to_roster(project, [(email, ids.get(email)) for email, _ in accounts], role)
     return [Account(email, ids[email], status) for email, status in accounts]
 
 

@@ -170,6 +170,12 @@ class Client:
         with self._api("list users"):
             return {int(u.id): str(u.email) for u in self._sdk.users.list()}
 
+    def accounts(self) -> list[tuple[int, str, str]]:
+        """Every account of the organisation: (id, email, when the server says it joined, ISO or '')."""
+        with self._api("list users"):
+            return [(int(u.id), str(u.email).lower(), u.date_joined.isoformat(timespec="seconds") if u.date_joined
+                     else "") for u in self._sdk.users.list()]
+
     def invite_token(self) -> str:
         with self._api("get the organisation's invite link"):
             return str(self._sdk.organizations.invites.get_invite_link().token)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pipeline.annotate.parse import ExportParse
 
@@ -20,6 +20,7 @@ Key = TypeVar("Key", bound=Hashable)
 @dataclass
 class Merged:
     lines: list[str] = field(default_factory=list)  # record JSON lines, sorted by session, row, annotator, field
+    keys: list[tuple[Any, ...]] = field(default_factory=list)  # each line's sort key
     records: dict[Hashable, int] = field(default_factory=dict)  # export key -> records it gave after merging
     detail: dict[Hashable, list[str]] = field(default_factory=dict)  # export key -> its annotations a later
     # save in another project replaced, one line each
@@ -47,5 +48,7 @@ def merge_latest(parsed: Mapping[Key, ExportParse]) -> Merged:
         kept = [pair for pair in result.records if pair[0][-1] not in dropped]
         merged.records[key] = len(kept)
         pairs += kept
-    merged.lines = [line for _, line in sorted(pairs, key=lambda pair: pair[0])]
+    pairs.sort(key=lambda pair: pair[0])
+    merged.keys = [key for key, _ in pairs]
+    merged.lines = [line for _, line in pairs]
     return merged

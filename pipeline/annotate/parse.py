@@ -5,7 +5,9 @@ still exists in build/transcripts/, the annotation's result fits the label confi
 LabelInterface), and every field fits the schema (results.decode: labels, people of the session,
 required fields, rows the field applies to). Only the latest annotation of a user on a task counts. In an
 annotator's own project (`owner`), an annotation by any other account is quarantined whole: reported,
-never merged, since it was not an independent answer of the project's annotator.
+never merged, since it was not an independent answer of the project's annotator. So is an annotation that
+another account created or changed (`authorship`: the server's updated_by), before the latest
+of the annotator's own is chosen, and every answer of an account not on the roster (`counted`).
 
 A task whose row is gone (the session was re-segmented) keeps its annotations: each is re-anchored on
 the current row of the same session that overlaps the task's row most (IoU >= 0.5, `row_anchor`), one
@@ -16,12 +18,13 @@ quarantined with the reason.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field, JsonValue, TypeAdapter, ValidationError
 
+from pipeline.annotate.authorship import account_id, authorship_problem
 from pipeline.annotate.config import ITEM_CONTROL, SUB_SEPARATOR, build_config
 from pipeline.annotate.labelstudio import ResultChecker
 from pipeline.annotate.results import TaskFacts, decode
@@ -80,6 +83,9 @@ class ExportParse:
     reanchored: list[Reanchored] = field(default_factory=list)
     unplaced: int = 0  # annotations of gone rows that no current row could take (quarantined)
     foreign: int = 0  # annotations by another account in the owner's project (quarantined)
+    disowned: dict[int, str] = field(default_factory=dict)  # annotation id -> who else made or changed it
+    strangers: dict[str, int] = field(default_factory=dict)  # account not on the roster -> its answers (quarantined)
+    present: set[int] = field(default_factory=set)  # every annotation id of the export, skipped ones included
     kept: dict[tuple[str, str], tuple[str, int, int]] = field(default_factory=dict)  # (row, annotator) ->
     # (updated_at, annotation id, task id) of the annotation that counts, for merging several exports
 
@@ -149,7 +155,10 @@ def _tasks(data: bytes, where: str) -> Iterator[dict[str, Any]]:
 
 def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, scenario: Scenario,
                  schemas: Mapping[str, AnnotationSchema], snapshot: str, where: str,
-                 owner: str | None = None) -> ExportParse:
+                 owner: str | None = None, trusted: Collection[int] = (),
+                 counted: Collection[str] | None = None) -> ExportParse:
+    """`trusted`: accounts whose changes do not make an annotation another's (the pipeline's admin);
+    `counted`: the accounts whose answers count (None: every account)."""
     rows = _Rows(project)
     checkers: dict[str, ResultChecker] = {}
     out = ExportParse()
@@ -170,6 +179,8 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
         if schema.id not in checkers:
             checkers[schema.id] = ResultChecker(build_config(schema, scenario))
         out.annotations += len(annotations)
+        out.present.update(int(a["id"]) for a in annotations)
+        annotations = _own_work(out, task, annotations, users, trusted, scenario, snapshot)
         live = [a for a in annotations if not a.get("was_cancelled")]
         out.cancelled += len(annotations) - len(live)
         kept, older = _latest(live)
@@ -183,6 +194,12 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
             if owner is not None and annotator.lower() != owner.lower():
                 out.foreign += 1
                 _refuse_foreign(out, task, annotation, annotator, owner, scenario, snapshot)
+                continue
+            if counted is not None and annotator.lower() not in counted:
+                out.strangers[annotator] = out.strangers.get(annotator, 0) + 1
+                _refuse(out, task, annotation, annotator, scenario, snapshot,
+                        f"{annotator} is not on the roster: its answers do not count (if it is a new annotator: "
+                        f"`rescue annotators add {annotator}`, then pull again)")
                 continue
             seen_annotators.add(annotator)
             answered.setdefault((session_id, annotator), set()).add(row_id)
@@ -203,19 +220,40 @@ def parse_export(project: Project, data: bytes, users: Mapping[int, str], *, sce
     return out
 
 
+def _own_work(out: ExportParse, task: dict[str, Any], annotations: list[dict[str, Any]], users: Mapping[int, str],
+              trusted: Collection[int], scenario: Scenario, snapshot: str) -> list[dict[str, Any]]:
+    """The annotations nobody else made or changed; the others are quarantined whole, with who did."""
+    own = []
+    for annotation in annotations:
+        problem = authorship_problem(annotation, users, trusted)
+        if problem is None:
+            own.append(annotation)
+            continue
+        out.disowned[int(annotation["id"])] = problem
+        _refuse(out, task, annotation, _who(users, annotation), scenario, snapshot, problem)
+    return own
+
+
 def _refuse_foreign(out: ExportParse, task: dict[str, Any], annotation: dict[str, Any], annotator: str, owner: str,
                     scenario: Scenario, snapshot: str) -> None:
+    reason = (f"made by {annotator} in the own project of {owner}: not merged (labels count only from each "
+              f"annotator's own project; {annotator} should label this row in theirs)")
+    out.disowned[int(annotation["id"])] = reason  # if it was the owner's before (completed_by changed): kept
+    _refuse(out, task, annotation, annotator, scenario, snapshot, reason)
+
+
+def _refuse(out: ExportParse, task: dict[str, Any], annotation: dict[str, Any], annotator: str, scenario: Scenario,
+            snapshot: str, reason: str) -> None:
+    """Quarantine the whole annotation with the reason."""
     data = task.get("data") or {}
     out.quarantine.append(QuarantinedAnnotation(
         snapshot=snapshot, scenario=scenario, task_id=int(task["id"]), annotation_id=int(annotation["id"]),
         annotator=annotator, session_id=str(data.get("session_id", "")), row_id=str(data.get("row_id", "")),
-        field=None, reason=f"made by {annotator} in the own project of {owner}: not merged (labels count only from "
-                           f"each annotator's own project; {annotator} should label this row in theirs)",
-        result=list(annotation.get("result") or [])))
+        field=None, reason=reason, result=list(annotation.get("result") or [])))
 
 
 def _who(users: Mapping[int, str], annotation: Mapping[str, Any]) -> str:
-    user = int(annotation["completed_by"])
+    user = account_id(annotation["completed_by"])
     return users.get(user, f"user-{user}")
 
 

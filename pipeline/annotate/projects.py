@@ -56,16 +56,6 @@ class AnnotationProject:
         return f"{self.scenario}/{self.annotator or SHARED}"
 
 
-def annotator_roster(client: Client, expected: Iterable[str] = (), adjudicators: Iterable[str] = ()) -> tuple[str, ...]:
-    """Who gets annotation projects: `expected` when given ([tool.rescue.agreement] annotators), else every
-    account of the organisation except the API token's owner and the adjudicators."""
-    chosen = {email.strip().lower() for email in expected}
-    if not chosen:
-        owner, _ = client.whoami()
-        chosen = {email.lower() for user_id, email in client.users().items() if user_id != owner}
-    return tuple(sorted(chosen - {email.strip().lower() for email in adjudicators}))
-
-
 def annotation_projects(client: Client, schema: AnnotationSchema,
                         scenarios: Iterable[Scenario] = SCENARIOS) -> list[AnnotationProject]:
     """Every annotation project of the schema version on the server: the annotators' and a shared one.

@@ -9,17 +9,22 @@ reason, among it any annotation another account made in an annotator's own proje
 merged); `summary.json` counts everything and records the sha256 of annotations.jsonl, which every
 reader checks (pipeline.agreement.inputs.check_snapshot). When one annotator saved a row more than once, the latest
 annotation counts.
+
+Before trusting an export: an annotation another account created or changed is quarantined with who did
+(`authorship`), answers of accounts not on the roster are quarantined and the accounts named (`roster`), and
+what the previous snapshot held that the server no longer gives is kept (`carry_forward`, `kept.jsonl`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import os
 import shutil
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,12 +32,15 @@ from pathlib import Path
 
 from pydantic import Field
 
+from pipeline.annotate.carry_forward import KEPT_FILE, Carried, KeptAnswer, carry_forward, previous_snapshot
 from pipeline.annotate.config import build_config
+from pipeline.annotate.guards import Guards, guards_of
 from pipeline.annotate.labelstudio import Client, Connection
 from pipeline.annotate.merge import merge_latest
 from pipeline.annotate.parse import ExportParse, parse_export, parse_inputs
 from pipeline.annotate.projects import SHARED, annotation_projects, annotator_title
 from pipeline.annotate.push import schema_path
+from pipeline.annotate.roster import Stranger
 from pipeline.annotate.server import connect
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError, naming
@@ -76,6 +84,9 @@ class ProjectPull(Record):
     reanchored: int = Field(0, description="annotations of gone rows read as answers to the row they overlap most")
     reanchored_detail: tuple[str, ...] = ()
     unplaced: int = Field(0, description="annotations of gone rows no current row could take (quarantined)")
+    disowned: int = Field(0, description="annotations another account created or changed (quarantined)")
+    strangers: dict[str, int] = Field(default_factory=dict, description="accounts not on the roster -> their "
+                                                                        "annotations here (quarantined)")
 
 
 class PullSummary(Record):
@@ -89,6 +100,14 @@ class PullSummary(Record):
                                                     "(empty in snapshots pulled before it was recorded)")
     timings: dict[str, float] = Field(default_factory=dict, description="seconds spent waiting for exports, "
                                                                         "parsing and writing")
+    compared_with: str = Field("", description="the previous snapshot this pull compared its answers with")
+    carried: int = Field(0, description="records in annotations.jsonl kept from earlier snapshots (kept.jsonl)")
+    kept: tuple[KeptAnswer, ...] = Field((), description="answers kept because the server lost or changed them")
+    accept_deleted: bool = Field(False, description="whether this pull was told to accept deletions")
+    accepted_deleted: tuple[KeptAnswer, ...] = Field((), description="answers gone from the server that this pull "
+                                                                     "let go (--accept-deleted)")
+    strangers: tuple[Stranger, ...] = Field((), description="accounts of the server not on the roster")
+    counted: tuple[str, ...] | None = Field(None, description="whose answers counted (the roster); None: everyone")
 
     @property
     def records(self) -> int:
@@ -138,15 +157,20 @@ def _write_readonly(path: Path, data: bytes) -> None:
 
 def snapshot_from_exports(project: Project,
                           exports: Mapping[ExportKey | Scenario, bytes] | Iterable[tuple[ExportKey | Scenario, bytes]],
-                          users: Mapping[int, str], *, schema: AnnotationSchema, source: str) -> PullSummary:
+                          users: Mapping[int, str], *, schema: AnnotationSchema, source: str,
+                          guards: Guards | None = None, accept_deleted: bool = False) -> PullSummary:
     """Store each export verbatim in a new snapshot as it arrives, parse it, then write records and quarantine.
 
     `exports` may be lazy (pull downloads the next export while this parses the previous one); a plain
     scenario as key means a shared project. Every export is stored even when one cannot be parsed; that
     error is raised once all are stored. Where one annotator's answer to a row comes from two projects
     (their own and a shared one of older pushes), the latest save counts, as within one project.
+    `guards` (who counts, whose changes are the pipeline's own): None counts every account (stored exports).
     """
     base = project.build / "annotations"
+    previous = previous_snapshot(base)
+    trusted: Collection[int] = guards.trusted if guards else ()
+    counted = frozenset(guards.counted) if guards else None
     name, tmp = _new_snapshot_dir(base)
     final = base / name
     where = project.rel_or_abs(final)
@@ -168,13 +192,15 @@ def snapshot_from_exports(project: Project,
             if error is None:
                 try:
                     parsed[key] = parse_export(project, data, users, scenario=key.scenario, schemas=schemas,
-                                               snapshot=name, where=f"{where}/{key.file}", owner=key.annotator)
+                                               snapshot=name, where=f"{where}/{key.file}", owner=key.annotator,
+                                               trusted=trusted, counted=counted)
                 except RescueError as exc:
                     error = exc
             del data
             timings["parse_s"] += time.perf_counter() - started
             waited = time.perf_counter()
         parts: tuple[ProjectPull, ...] = ()
+        carried = Carried()
         if error is None:
             started = time.perf_counter()
             merged = merge_latest(parsed)
@@ -185,20 +211,28 @@ def snapshot_from_exports(project: Project,
                             superseded_detail=tuple(result.superseded + merged.detail[key]),
                             foreign=result.foreign, records=merged.records[key], quarantined=len(result.quarantine),
                             annotators=result.annotators, reanchored=len(result.reanchored), unplaced=result.unplaced,
+                            disowned=len(result.disowned) - result.foreign, strangers=result.strangers,
                             reanchored_detail=tuple(f"task {r.task_id} ({r.annotator}): row {r.from_row} -> "
                                                     f"{r.row_id} (IoU {r.iou:.2f})" for r in result.reanchored))
                 for key, result in parsed.items())
             quarantine = [q for result in parsed.values() for q in result.quarantine]
-            records_data = "".join(line + "\n" for line in merged.lines).encode()
+            carried = _carried(previous, name, parsed, schema, accept_deleted)
+            lines = heapq.merge(zip(merged.keys, merged.lines), carried.pairs, key=lambda pair: pair[0])
+            records_data = "".join(line + "\n" for _, line in lines).encode()
             _write_readonly(tmp / ANNOTATIONS_FILE, records_data)
             annotations_sha256 = hashlib.sha256(records_data).hexdigest()
             del records_data
             _write_readonly(tmp / QUARANTINE_FILE, "".join(q.model_dump_json() + "\n" for q in quarantine).encode())
+            _write_readonly(tmp / KEPT_FILE, "".join(k.model_dump_json() + "\n" for k in carried.kept).encode())
             timings["write_s"] = time.perf_counter() - started
         summary = PullSummary(snapshot=name, folder=where, schema_version=schema.id, source=source,
                               projects=parts, error=str(error) if error else "",
                               annotations_sha256=annotations_sha256,
-                              timings={k: round(v, 2) for k, v in timings.items()})
+                              timings={k: round(v, 2) for k, v in timings.items()}, compared_with=carried.previous,
+                              carried=len(carried.pairs), kept=tuple(carried.kept), accept_deleted=accept_deleted,
+                              accepted_deleted=tuple(carried.accepted),
+                              strangers=guards.strangers if guards else (),
+                              counted=guards.counted if guards else None)
         _write_readonly(tmp / SUMMARY_FILE, (summary.model_dump_json(indent=2) + "\n").encode())
         os.rename(tmp, final)  # refuses to replace an existing snapshot folder
     finally:
@@ -206,6 +240,17 @@ def snapshot_from_exports(project: Project,
     if error is not None:
         raise RescueError(f"{error.message} (the export is kept in {summary.folder}/exports/)", error.fix)
     return summary
+
+
+def _carried(previous: Path | None, name: str, parsed: Mapping[ExportKey, ExportParse], schema: AnnotationSchema,
+             accept_deleted: bool) -> Carried:
+    """What of the previous snapshot this one keeps (`carry_forward`)."""
+    return carry_forward(
+        previous, snapshot=name, present_pairs={pair for result in parsed.values() for pair in result.kept},
+        present_ids={i for result in parsed.values() for i in result.present},
+        disowned={i: why for result in parsed.values() for i, why in result.disowned.items()},
+        projects_now={(key.scenario, key.annotator) for key in parsed if key.annotator is not None},
+        field_order={f.name: i for i, f in enumerate(schema.fields)}, accept_deleted=accept_deleted)
 
 
 def _prefetched(client: Client, keys: list[ExportKey]) -> Iterator[tuple[ExportKey, bytes]]:
@@ -222,10 +267,12 @@ def _prefetched(client: Client, keys: list[ExportKey]) -> Iterator[tuple[ExportK
 
 def pull_annotations(project: Project, connection: Connection | None = None, *,
                      settings: AnnotateSettings | None = None, schema: AnnotationSchema | None = None,
-                     scenarios: tuple[Scenario, ...] = SCENARIOS) -> PullSummary:
+                     scenarios: tuple[Scenario, ...] = SCENARIOS, accept_deleted: bool = False) -> PullSummary:
     """Export every annotation project of the schema version (every annotator's, and a shared one of older
-    pushes if the server has it) and snapshot them together."""
-    settings = settings or load_settings(project.root).annotate
+    pushes if the server has it) and snapshot them together. `accept_deleted`: let go of the answers the server
+    no longer has instead of keeping them from the previous snapshot (recorded in the snapshot)."""
+    loaded = load_settings(project.root)
+    settings = settings or loaded.annotate
     schema = schema or load_schema(schema_path(project, settings))
     connection = connection or connect(project)
     client = Client(connection)
@@ -240,5 +287,7 @@ def pull_annotations(project: Project, connection: Connection | None = None, *,
                           "(or check LABEL_STUDIO_URL)")
     largest_first = sorted(found, key=lambda p: (-p.info.task_number, p.export_name))
     keys = [ExportKey(p.scenario, p.annotator, p.info.id) for p in largest_first]
-    return snapshot_from_exports(project, _prefetched(client, keys), client.users(), schema=schema,
-                                 source=connection.url)
+    guards = guards_of(project, client, loaded.agreement.annotators, loaded.agreement.adjudicators)
+    return snapshot_from_exports(project, _prefetched(client, keys), guards.users, schema=schema,
+                                 source=connection.url, guards=guards,
+                                 accept_deleted=accept_deleted or settings.accept_deleted)

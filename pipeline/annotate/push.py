@@ -16,12 +16,15 @@ from pathlib import Path
 from pydantic import Field
 
 from pipeline.annotate.config import build_config
+from pipeline.annotate.deleted_projects import GoneProject, gone_projects, refuse_gone
 from pipeline.annotate.drafted import TRANSCRIPT_VERSION, SessionModelDrafts, load_model_drafts
+from pipeline.annotate.guards import guards_of
 from pipeline.annotate.labelstudio import Client, Connection, ProjectInfo
-from pipeline.annotate.present import Present
 from pipeline.annotate.media_root import publish_media
-from pipeline.annotate.projects import annotator_roster, annotator_title, project_title
+from pipeline.annotate.present import Present
+from pipeline.annotate.projects import annotation_projects, annotator_title, project_title
 from pipeline.annotate.redraft import DraftPlan, plan_drafts, refresh_drafts
+from pipeline.annotate.roster import Stranger
 from pipeline.annotate.server import ServerPaths, connect
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.annotate.tasks import SessionRows, build_task, session_video
@@ -70,6 +73,9 @@ class PushSummary(Record):
     drafts_dropped: dict[str, int] = Field(default_factory=dict, description="session -> drafts of rows that no "
                                                                              "longer exist (never pushed)")
     drafts_refused: int = Field(0, description="drafted fields the schema refused (the transcript draft stands)")
+    strangers: tuple[Stranger, ...] = Field((), description="accounts of the server not on the roster (no project)")
+    recreated: tuple[str, ...] = Field((), description="projects that were deleted on the server and made again, "
+                                                       "empty (--recreate-deleted), one line each")
 
     @property
     def imported(self) -> int:
@@ -137,11 +143,13 @@ def _ensure_project(client: Client, schema: AnnotationSchema, scenario: Scenario
 def push_rows(project: Project, connection: Connection | None = None, *, settings: AnnotateSettings | None = None,
               schema: AnnotationSchema | None = None, session_ids: tuple[str, ...] = (),
               progress: Progress | None = None, full_check: bool = False,
-              annotators: Sequence[str] | None = None) -> PushSummary:
+              annotators: Sequence[str] | None = None, recreate_deleted: bool = False) -> PushSummary:
     """Create/refresh every annotator's project of each scenario and import every row that has no task there.
 
-    `annotators` defaults to the roster (`annotator_roster`): [tool.rescue.agreement] `annotators` when set,
-    else every account on the server except the token's owner and the adjudicators."""
+    `annotators` defaults to the roster (`roster.counted_annotators`): [tool.rescue.agreement] `annotators` when
+    set, else the annotators `rescue annotators add` put on the roster; never an adjudicator, never an account
+    that is only on the server (reported as a stranger). A project the newest snapshot holds answers of that is
+    gone from the server stops the push (`deleted_projects`) unless `recreate_deleted`."""
     loaded = load_settings(project.root)
     settings = settings or loaded.annotate
     schema = schema or load_schema(schema_path(project, settings))
@@ -149,8 +157,12 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
     connection = connection or connect(project)
     client = Client(connection)
     client.whoami()  # a wrong token or a dead server fails here, before any work
-    roster = (tuple(sorted({a.strip().lower() for a in annotators})) if annotators is not None else
-              annotator_roster(client, loaded.agreement.annotators, loaded.agreement.adjudicators))
+    guards = guards_of(project, client, loaded.agreement.annotators, loaded.agreement.adjudicators)
+    roster = (tuple(sorted({a.strip().lower() for a in annotators} - guards.adjudicators))
+              if annotators is not None else guards.counted)
+    gone = gone_projects(project, annotation_projects(client, schema), roster) if sessions else []
+    if not recreate_deleted:
+        refuse_gone(gone)
     drafts = {s.session_id: found for s in sessions
               if (found := load_model_drafts(project, schema, s.session_id, s.rows)) is not None}
     plan = plan_drafts(schema, sessions, drafts)
@@ -167,7 +179,14 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
     return PushSummary(schema_version=schema.id, server=connection.url, annotators=roster, projects=tuple(results),
                        sessions_without_rows=tuple(missing), rows_without_media=no_media,
                        drafts={sid: d.model_version for sid, d in sorted(drafts.items())},
-                       drafts_dropped=_dropped(drafts), drafts_refused=plan.refused)
+                       drafts_dropped=_dropped(drafts), drafts_refused=plan.refused, strangers=guards.strangers,
+                       recreated=tuple(_recreated(g) for g in gone))
+
+
+def _recreated(gone: GoneProject) -> str:
+    if gone.replaced_by is not None:
+        return f"{gone.line()}: the new project does not hold the old answers"
+    return f"{gone.line()}: made again, empty (--recreate-deleted)"
 
 
 def draft_notes(summary: PushSummary) -> list[str]:

@@ -17,6 +17,9 @@ class AnnotateSettings(BaseModel):
         None, description="base URL under which an external server finds the project's files (paths relative to "
                           "the project root are appended); default: the embedded server serves them itself")
     server_venv: str = Field(".venv-labelstudio", description="virtual environment holding the label-studio server")
+    accept_deleted: bool = Field(
+        False, description="for one run only (`rescue pull --accept-deleted`): let go of the answers the server no "
+                           "longer has, which pulls otherwise keep from the previous snapshot; the snapshot records it")
     start_timeout: float = Field(
         300.0, gt=0, description="seconds to wait for the embedded server's /health (the first start migrates ~70 s)")
 

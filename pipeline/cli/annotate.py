@@ -97,28 +97,44 @@ def annotators_group() -> None:
 
 @annotators_group.command("add")
 @click.argument("emails", nargs=-1, required=True)
+@click.option("--adjudicator", is_flag=True,
+              help="Put the accounts on the roster as adjudicators: no annotation projects, answers only in the "
+                   "adjudication projects.")
 @click.pass_context
 @writer
-def annotators_add(ctx: click.Context, emails: tuple[str, ...]) -> None:
-    """Create accounts for EMAILS; generated passwords go to build/labelstudio/annotators.json (mode 600)."""
+def annotators_add(ctx: click.Context, emails: tuple[str, ...], adjudicator: bool) -> None:
+    """Create accounts for EMAILS and put them on the roster (build/labelstudio/roster.json, with the day each
+    joined): only the roster's answers count. Generated passwords go to build/labelstudio/annotators.json (mode 600)."""
     from pipeline.annotate.accounts import add_annotators, passwords_file
+    from pipeline.annotate.roster import roster_file
     from pipeline.annotate.server import connect
 
     project = project_of(ctx)
-    for account in add_annotators(project, connect(project), list(emails)):
-        console.print(f"{account.email}: {account.status} (user {account.user_id})", highlight=False)
-    console.print(f"passwords: {project.rel_or_abs(passwords_file(project))} (mode 600)", highlight=False)
+    role = "adjudicator" if adjudicator else "annotator"
+    for account in add_annotators(project, connect(project), list(emails), role=role):
+        console.print(f"{account.email}: {account.status} (user {account.user_id}), on the roster as {role}",
+                      highlight=False)
+    console.print(f"passwords: {project.rel_or_abs(passwords_file(project))} (mode 600); roster: "
+                  f"{project.rel_or_abs(roster_file(project))}", highlight=False)
 
 
 @annotators_group.command("list")
 @click.pass_context
 def annotators_list(ctx: click.Context) -> None:
-    """List the accounts of the server's organisation."""
+    """List the accounts of the server's organisation, with their place on the roster."""
     from pipeline.annotate.labelstudio import Client
+    from pipeline.annotate.roster import load_roster
     from pipeline.annotate.server import connect
 
-    for user_id, email in sorted(Client(connect(project_of(ctx))).users().items()):
-        console.print(f"{user_id}\t{email}", highlight=False)
+    project = project_of(ctx)
+    client = Client(connect(project))
+    owner, _ = client.whoami()
+    roster = {entry.email: entry for entry in load_roster(project)}
+    for user_id, email, joined in sorted(client.accounts()):
+        entry = roster.get(email)
+        place = ("admin (the pipeline's token)" if user_id == owner else
+                 f"{entry.role} since {entry.joined}" if entry else f"NOT on the roster (joined the server {joined})")
+        console.print(f"{user_id}\t{email}\t{place}", highlight=False)
 
 
 @click.command("push")
@@ -126,21 +142,27 @@ def annotators_list(ctx: click.Context) -> None:
 @click.option("--full-check", is_flag=True,
               help="List every task on the server instead of trusting the local copy of the last listing "
                    "(standalone).")
+@click.option("--recreate-deleted", is_flag=True,
+              help="Make an annotator's project that was deleted on the server again, empty (standalone); pull keeps "
+                   "their old answers until they answer again or `rescue pull --accept-deleted`.")
 @standalone_option
 @click.pass_context
 @writer
-def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool, standalone: bool) -> None:
+def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool, recreate_deleted: bool,
+         standalone: bool) -> None:
     """Import transcript rows as Label Studio tasks: one project per scenario and annotator, each with every row
     (only rows without a task there are imported), so annotators label independently.
 
     This is `rescue build --only push`: the rows' steps first where out of date, the server opened by the build
     (a running one, LABEL_STUDIO_URL, or the embedded one started and stopped again). Standalone (--standalone,
     SESSION ids or --full-check): the rows there are now, to the server that runs now (`rescue labelstudio up`)."""
+    from pipeline.annotate.integrity_notes import push_notes
     from pipeline.annotate.push import draft_notes, push_rows
 
     project = project_of(ctx)
     if ran_as_build_step(project, "push", overrides_of(ctx), standalone,
-                         {"SESSION ids": session_ids, "--full-check": full_check}):
+                         {"SESSION ids": session_ids, "--full-check": full_check,
+                          "--recreate-deleted": recreate_deleted}):
         return
     progress = Progress(TextColumn("push {task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
@@ -152,7 +174,8 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool, sta
         progress.update(bars[label], completed=done)
 
     with progress:
-        summary = push_rows(project, session_ids=session_ids, progress=report, full_check=full_check)
+        summary = push_rows(project, session_ids=session_ids, progress=report, full_check=full_check,
+                            recreate_deleted=recreate_deleted)
     for part in summary.projects:
         console.print(f"{part.scenario} / {part.annotator}: {part.imported} task(s) imported, {part.already_present} "
                       f"already there, {part.stale} stale, {part.duplicates} duplicate(s) -> {part.project_url}",
@@ -167,26 +190,37 @@ def push(ctx: click.Context, session_ids: tuple[str, ...], full_check: bool, sta
         console.print(f"{summary.rows_without_media} row(s) have no media to show (run `rescue ingest`)")
     for note in draft_notes(summary):
         console.print(note, highlight=False)
+    for note in push_notes(summary):
+        console.print(styled(note, "yellow"), highlight=False)
     if summary.annotators and not summary.projects:
         console.print("nothing to push: no session has rows yet")
 
 
 @click.command("pull")
+@click.option("--accept-deleted", is_flag=True,
+              help="Let go of the answers the server no longer has (deleted annotations or projects), which pulls "
+                   "otherwise keep from the previous snapshot; the new snapshot records what was let go.")
 @standalone_option
 @click.pass_context
 @writer
-def pull(ctx: click.Context, standalone: bool) -> None:
+def pull(ctx: click.Context, accept_deleted: bool, standalone: bool) -> None:
     """Export the annotations, store them as a new snapshot and parse them into validated records.
 
-    This is `rescue build --only pull` (push first where out of date; a new snapshot only when the exports or
-    the rows changed). Standalone (--standalone): a snapshot of the server that runs now."""
+    Answers another account changed are quarantined (the annotator's last own version is kept), answers of
+    accounts not on the roster are quarantined, and answers gone from the server are kept from the previous
+    snapshot until --accept-deleted. This is `rescue build --only pull` (push first where out of date; a new
+    snapshot only when the exports or the rows changed). Standalone (--standalone): a snapshot of the server
+    that runs now."""
+    from pipeline.annotate.integrity_notes import pull_notes
     from pipeline.annotate.pull import QUARANTINE_FILE, pull_annotations
+    from pipeline.settings import SettingsOverrides
 
     project = project_of(ctx)
-    if ran_as_build_step(project, "pull", overrides_of(ctx), standalone, {}):
+    flags = SettingsOverrides.of("annotate", {"accept_deleted": True if accept_deleted else None})
+    if ran_as_build_step(project, "pull", overrides_of(ctx) | flags, standalone, {}):
         return
     with err_console.status("exporting annotations from Label Studio..."):
-        summary = pull_annotations(project)
+        summary = pull_annotations(project, accept_deleted=accept_deleted)
     for part in summary.projects:
         console.print(f"{part.scenario} / {part.annotator or 'shared project'}: {part.tasks} tasks, "
                       f"{part.annotations} annotations "
@@ -207,3 +241,5 @@ def pull(ctx: click.Context, standalone: bool) -> None:
     if summary.quarantined:
         console.print(line(styled(f"{summary.quarantined} quarantined", "yellow"),
                            f": see {Path(summary.folder) / QUARANTINE_FILE}"))
+    for note in pull_notes(summary):
+        console.print(styled(note, "yellow"), highlight=False)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pydantic import Field
 
 from pipeline.annotate.accounts import add_annotators
+from pipeline.annotate.roster import add_to_roster
 from pipeline.corpus.labelstudio_steps import ProjectExport, ServerSession, held_annotations
 from pipeline.corpus.stored import ApplyPlan, Placement, StoredExport, Unplaced, of_accounts, plan_apply, span_of
 from pipeline.errors import RescueError
@@ -89,8 +90,11 @@ def apply_stored_export(project: Project, session: ServerSession, exports: Seque
     emails = sorted({email for plan in plans for _, email, _ in plan.creates})
     ids = {email: user_id for user_id, email in users.items()}
     missing = [email for email in emails if email not in ids]
+    role = "adjudicator" if kind == "adjudication" else "annotator"
     if missing:
-        ids.update({account.email: account.user_id for account in add_annotators(project, session.connection, missing)})
+        ids.update({account.email: account.user_id
+                    for account in add_annotators(project, session.connection, missing, role=role)})
+    add_to_roster(project, [(email, ids[email]) for email in emails], role)  # the demo's accounts count
     created = 0
     for plan in plans:
         for task_id, email, result in plan.creates:

@@ -7,7 +7,7 @@ changed, so the build does not start it at all.
 
 Pull makes a new snapshot only when the server's annotations changed: the exports are compared with
 the newest snapshot's stored exports by a digest of what the annotation records are made of (tasks'
-ids, row ids and data; annotations' ids, accounts, times and results). Label Studio's raw exports
+ids, row ids and data; annotations' ids, accounts, last writers, times and results). Label Studio's raw exports
 cannot be compared byte for byte: they carry relative times ("created_ago": "3 minutes").
 """
 
@@ -120,9 +120,10 @@ def _claim_server(paths: server.ServerPaths, state: server.ServerState, started:
 # -- exports and their digest ----------------------------------------------------------------------------------
 
 def _annotation_key(annotation: Mapping[str, Any]) -> list[Any]:
-    who = annotation.get("completed_by")
+    who, writer = annotation.get("completed_by"), annotation.get("updated_by")
     return [annotation.get("id"), who.get("id") if isinstance(who, dict) else who, annotation.get("updated_at"),
-            bool(annotation.get("was_cancelled")), annotation.get("result")]
+            bool(annotation.get("was_cancelled")), annotation.get("result"),
+            writer.get("id") if isinstance(writer, dict) else writer]  # who changed it last: authorship
 
 
 def export_digest(data: bytes) -> str:

@@ -1,8 +1,8 @@
 """The corpus steps that talk to Label Studio: push, the stored sample annotations, pull, and the
 adjudication queue's round trip (push the queue, the stored adjudications, pull the answers).
 
-Push gives every annotator their own projects (independent labels): the roster of the server
-(`annotator_roster`), plus, while the stored sample annotations are in play, the sample's annotators
+Push gives every annotator their own projects (independent labels): the roster
+(`roster.counted_annotators`), plus, while the stored sample annotations are in play, the sample's annotators
 (their projects must exist before their stored answers can land there) but not its adjudicator."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
-from pipeline.annotate.projects import annotator_roster
+from pipeline.annotate.guards import guards_of
+from pipeline.annotate.integrity_notes import pull_notes, push_notes
 from pipeline.annotate.push import draft_notes, push_rows
+from pipeline.annotate.roster import counted_annotators, stranger_line
 from pipeline.annotate.tasks import session_video
 from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
 from pipeline.corpus.context import CorpusContext
@@ -61,7 +63,7 @@ def _projects_unchanged(server: ServerSession, recorded: object) -> bool:
 
 def push_roster(ctx: CorpusContext, server: ServerSession) -> tuple[str, ...]:
     """Who gets annotation projects in this build (see the module's doc)."""
-    roster = set(annotator_roster(server.client, ctx.agreement.annotators, ctx.agreement.adjudicators))
+    roster = set(counted_annotators(ctx.project, ctx.agreement.annotators, ctx.agreement.adjudicators))
     if ctx.settings.build.sample_annotations:
         stored = load_stored("annotation")
         if any(export.sessions() & set(ctx.rows) for export in stored.values()):
@@ -75,8 +77,9 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
     done = last_done(ctx.project, "push", fp)
     if (done is not None and done.detail.get("annotators") == list(roster)
             and _projects_unchanged(server, done.detail.get("projects"))):
+        guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)
         ctx.record("push", "up to date", f"every row already has its task in the projects of {len(roster)} "
-                                         "annotator(s)")
+                                         "annotator(s)", [stranger_line(s) for s in guards.strangers])
         return
     summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema,
                         annotators=roster)
@@ -87,7 +90,7 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
              "time overlap, or quarantines them with the reason)" for p in summary.projects if p.stale]
     notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
               for p in summary.projects if p.duplicates]
-    notes += draft_notes(summary)
+    notes += draft_notes(summary) + push_notes(summary)
     if not roster:
         notes.append("no annotators yet: add them with `rescue annotators add EMAIL...`")
     if summary.sessions_without_rows:
@@ -149,6 +152,17 @@ def _parsed_with(snapshot: Path) -> object:
         return None  # a snapshot from before parsed_with.json: parsed again once
 
 
+def _same_guards(snapshot: Path, counted: tuple[str, ...], accept_deleted: bool) -> bool:
+    """The snapshot counted the same roster, and nothing it keeps waits for the loss `accept_deleted` accepts."""
+    try:
+        summary = json.loads((snapshot / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if summary.get("counted") != list(counted):
+        return False
+    return not (accept_deleted and any(k.get("kind") != "changed" for k in summary.get("kept") or ()))
+
+
 def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[ProjectExport]) -> str:
     """A new snapshot unless the newest one was parsed from the same exports with the same rows, participants
     and schemas (rows re-cut and cut back leave the exports as they were: the parse must still run again)."""
@@ -157,20 +171,23 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proje
 
     digest = combined_digest(export_map(exports))
     inputs = parse_inputs(ctx.project)
+    guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)
+    accept = ctx.settings.annotate.accept_deleted
     files = snapshot_files(ctx.project)
     previous = read_state(ctx.project, "pull")
     known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
     if files:
         latest = files[-1].parent
         latest_digest = known.get(latest.name) or snapshot_digest(latest)
-        if latest_digest == digest and _parsed_with(latest) == json.loads(json.dumps(inputs)):
+        if (latest_digest == digest and _parsed_with(latest) == json.loads(json.dumps(inputs))
+                and _same_guards(latest, guards.counted, accept)):
             detail = previous.detail if previous and previous.detail.get("snapshot") == latest.name else {}
             ctx.done("pull", digest, **{**detail, "snapshot": latest.name, "digests": {latest.name: digest}})
             ctx.record("pull", "up to date", f"annotations and rows unchanged since snapshot {latest.name}")
             return latest.name
     summary = snapshot_from_exports(
         ctx.project, [(ExportKey(e.scenario, e.annotator, e.project_id), e.data) for e in exports],  # type: ignore[arg-type]
-        server.client.users(), schema=ctx.schema, source=server.connection.url)
+        guards.users, schema=ctx.schema, source=server.connection.url, guards=guards, accept_deleted=accept)
     reanchored = sum(p.reanchored for p in summary.projects)
     unplaced = sum(p.unplaced for p in summary.projects)
     ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest}, reanchored=reanchored,
@@ -182,6 +199,7 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proje
                      f"each re-anchored pair in {ctx.project.rel_or_abs(state_path(ctx.project, 'pull'))})")
     if summary.quarantined:
         notes.append(f"{summary.quarantined} field(s) quarantined: see {summary.folder}/quarantine.jsonl")
+    notes += pull_notes(summary)
     annotations = summary.annotations
     ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
                               f"record(s) in {summary.folder}/", notes)

@@ -141,7 +141,9 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
         connection = server.connect(project, paths)
         client = Client(connection)
         push_rows(project, connection, settings=annotate, schema=schema, annotators=ANNOTATORS)
-        accounts = {a.email: a.user_id for a in add_annotators(project, connection, [*ANNOTATORS, ADJUDICATOR])}
+        made = [*add_annotators(project, connection, list(ANNOTATORS)),
+                *add_annotators(project, connection, [ADJUDICATOR], role="adjudicator")]  # the roster's roles
+        accounts = {a.email: a.user_id for a in made}
         placed = _annotate(project, client, schema, accounts, adjudication=False)
         pull_annotations(project, connection, settings=annotate, schema=schema)
         agreement = settings.agreement
