@@ -33,7 +33,8 @@ from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
 from pipeline.settings import load_settings
 from pipeline.transcripts import read_rows, rows_path
 
-__all__ = ["ProjectPush", "PushSummary", "draft_notes", "load_sessions", "project_title", "push_rows", "schema_path"]
+__all__ = ["ProjectPush", "PushSummary", "draft_notes", "gating_notes", "load_sessions", "project_title", "push_rows",
+           "schema_path"]
 
 Progress = Callable[[str, int, int], None]  # project label ("couple / ann@lab.org"), rows imported so far, to import
 
@@ -70,6 +71,9 @@ class PushSummary(Record):
     drafts_dropped: dict[str, int] = Field(default_factory=dict, description="session -> drafts of rows that no "
                                                                              "longer exist (never pushed)")
     drafts_refused: int = Field(0, description="drafted fields the schema refused (the transcript draft stands)")
+    draft_sources: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="session -> field -> where its drafts come from (model, baseline or "
+        "nothing), for gated drafts (gold-model); sessions with ungated drafts are not listed")
 
     @property
     def imported(self) -> int:
@@ -167,13 +171,15 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
     return PushSummary(schema_version=schema.id, server=connection.url, annotators=roster, projects=tuple(results),
                        sessions_without_rows=tuple(missing), rows_without_media=no_media,
                        drafts={sid: d.model_version for sid, d in sorted(drafts.items())},
-                       drafts_dropped=_dropped(drafts), drafts_refused=plan.refused)
+                       drafts_dropped=_dropped(drafts), drafts_refused=plan.refused,
+                       draft_sources={sid: dict(d.sources) for sid, d in sorted(drafts.items()) if d.sources})
 
 
 def draft_notes(summary: PushSummary) -> list[str]:
     """What push did with the model drafts, one line each (also printed by `rescue push`)."""
     notes = [f"{sid}: {count} draft(s) of rows that no longer exist (re-segmented) dropped, not pushed"
              for sid, count in summary.drafts_dropped.items()]
+    notes += gating_notes(summary)
     if summary.drafts_refused:
         notes.append(f"{summary.drafts_refused} drafted field(s) refused by schema {summary.schema_version} (those "
                      "fields show the transcript draft)")
@@ -184,6 +190,23 @@ def draft_notes(summary: PushSummary) -> list[str]:
         if p.drafts_hidden:
             notes.append(f"{p.title}: {p.drafts_hidden} unannotated task(s) carry drafts of another model version "
                          f"than the project's {p.model_version}; Label Studio does not pre-fill them")
+    return notes
+
+
+SOURCE_WORDS = {"model": "from the model", "baseline": "from the majority baseline",
+                "nothing": "left empty"}
+
+
+def gating_notes(summary: PushSummary) -> list[str]:
+    """Per session with gated drafts: which fields are drafted from the model, the baseline, or left empty."""
+    notes = []
+    for sid, sources in summary.draft_sources.items():
+        parts = []
+        for source, words in SOURCE_WORDS.items():
+            fields = [name for name, found in sources.items() if found == source]
+            if fields:
+                parts.append(f"{words}: {', '.join(fields)}")
+        notes.append(f"{sid}: drafts {'; '.join(parts)} (why: the gates in build/preannotate/{sid}/drafts.json)")
     return notes
 
 
