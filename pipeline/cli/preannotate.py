@@ -46,6 +46,8 @@ def _print_evaluation(result: dict) -> None:  # type: ignore[type-arg]
                           _margin_cell(unit["margin"]) if primary else "", mark)
     console.print(table)
     console.print(f"margin = backend - baseline; {result['better_rule']} ({result['sessions']} test session(s))")
+    for gate in result.get("gates", ()):  # a gated backend's drafts, scored above: where each field came from
+        console.print(f"drafted from {gate['source']}: {gate['field']} ({gate['reason']})", markup=False)
     if result["quarantined"]:
         console.print(f"{result['quarantined']} draft(s) quarantined (kept the transcript values)")
 

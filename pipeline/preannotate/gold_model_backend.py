@@ -21,8 +21,8 @@ from pydantic import JsonValue
 from pipeline import __version__
 from pipeline.agreement.textsim import EmbeddingCache
 from pipeline.errors import RescueError
-from pipeline.preannotate.crossval import baseline_values, gate_fields
 from pipeline.preannotate.baseline import field_majorities, majority_for
+from pipeline.preannotate.crossval import baseline_values, gate_fields
 from pipeline.preannotate.drafts import QuarantinedDraft, RowDraft, SessionDrafts
 from pipeline.preannotate.gold_features import EmbedStats, embed_texts
 from pipeline.preannotate.gold_model_fit import TrainedModel, predict_rows, train
@@ -137,6 +137,7 @@ def _gated(model: TrainedModel, session: DraftSession, row: TranscriptRow, value
     chosen = baseline_values(schema, wanted, model.majorities, session.scenario, row.speaker, roles)
     therapist = row.speaker == schema.therapist
     for name, value in chosen.items():
+        found = majority_for(model.majorities, name, session.scenario, therapist)
         values[name] = value
-        scores[name] = majority_for(model.majorities, name, session.scenario, therapist).share  # type: ignore[union-attr]
+        scores[name] = found.share if found is not None else 0.0
     return values, scores, set(chosen)
