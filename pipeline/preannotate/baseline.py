@@ -3,9 +3,10 @@ the training gold, in roles (roles.py), so "the partner" means this session's pa
 
 Two grains: per scored unit (what `--evaluate` puts next to a backend: a list field's item keys, texts and
 intensity each on their own) and per schema field (what the gold-model drafts where its gate chooses the
-baseline: the field's most frequent whole value, so a drafted list field is one real answer, not parts of
-several). Ties go to the value seen first, so the baseline is deterministic. A scenario without training rows
-of that kind takes the majority over all scenarios (`majority_for`).
+baseline: the field's most frequent value; for a list field, its most frequent set of item keys, each key with
+the item most frequent for it, so every drafted item is one a gold row holds). Ties go to the value seen first,
+so the baseline is deterministic. A scenario without training rows of that kind takes the majority over all
+scenarios (`majority_for`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from pydantic import JsonValue
 
+from pipeline.annotate.config import anchor
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.preannotate.gold_rows import gold_values, session_entities
 from pipeline.preannotate.roles import ROLE, RoleMap, decode_roles, encode_roles, role_maps
@@ -80,14 +82,35 @@ def unit_majorities(schema: AnnotationSchema, units: Sequence[Unit], sessions: S
 
 def field_majorities(schema: AnnotationSchema, fields: Sequence[str], sessions: Sequence[BenchmarkSession]
                      ) -> dict[Key, Majority]:
-    """(field, scenario, therapist row) -> the most frequent role-encoded whole value of the field."""
+    """(field, scenario, therapist row) -> the field's most frequent role-encoded value. A list field's is built
+    from its most frequent set of item keys (persons, strategy types, ...), each key with the item most
+    frequent for it: whole lists of items with free texts almost never repeat, so their plain majority would be
+    the first row seen."""
     counts: dict[Key, Counter[str]] = {}
+    items: dict[Key, dict[str, Counter[str]]] = {}
     for scenario, therapist, coded in coded_rows(schema, sessions):
         for name in fields:
-            if name in coded:
-                for where in (scenario, ANY):
-                    counts.setdefault((name, where, therapist), Counter())[json.dumps(coded[name], sort_keys=True)] += 1
-    return _majorities(counts)
+            if name not in coded:
+                continue
+            field = schema.field(name)
+            key_name = (field.key or anchor(field).name) if field.type == "items" else None
+            for where in (scenario, ANY):
+                key = (name, where, therapist)
+                if key_name is None:
+                    counts.setdefault(key, Counter())[json.dumps(coded[name], sort_keys=True)] += 1
+                    continue
+                given = [i for i in coded[name] or [] if isinstance(i, dict)]  # type: ignore[union-attr]
+                counts.setdefault(key, Counter())[json.dumps(sorted({str(i.get(key_name)) for i in given}))] += 1
+                for item in given:
+                    items.setdefault(key, {}).setdefault(str(item.get(key_name)), Counter())[
+                        json.dumps(item, sort_keys=True)] += 1
+    found = _majorities(counts)
+    for key, majority in found.items():
+        if schema.field(key[0]).type == "items":
+            per_key = items.get(key, {})
+            keys = [k for k in majority.value or [] if k in per_key]  # type: ignore[union-attr]
+            found[key] = Majority([json.loads(per_key[k].most_common(1)[0][0]) for k in keys], majority.share)
+    return found
 
 
 def unit_in_names(unit: Unit, coded: JsonValue, roles: RoleMap) -> JsonValue:
