@@ -21,8 +21,8 @@ from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.preannotate.backends import make_backend
 from pipeline.preannotate.drafts import RowDraft, SessionDrafts, drafts_for_rows
-from pipeline.preannotate.session import DraftSession, session_from_gold
 from pipeline.preannotate.scoring import schema_units
+from pipeline.preannotate.session import DraftSession, session_from_gold
 from pipeline.preannotate.settings import GateSettings, PreannotateSettings
 from pipeline.preannotate.stage import preannotate_inputs, preannotate_session, stage_settings
 from pipeline.preannotate.validate import draft_problems
