@@ -13,6 +13,7 @@ keyed by the training files' sha256, the settings and the schema, so the session
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -58,6 +59,7 @@ class GoldModelBackend:
         self.schema, self.settings, self.train_files, self.cache_dir = schema, settings, list(train_files), cache_dir
         self.gate = gate or GateSettings()
         self.stats = EmbedStats()
+        self.gate_seconds = 0.0  # the cross-validation behind the gates, when this backend trained the model
         self._trained: TrainedModel | None = None
         self._cache: EmbeddingCache | None = None
 
@@ -82,8 +84,10 @@ class GoldModelBackend:
                 self._trained = pickle.loads(path.read_bytes())  # our own build folder's cache
             else:
                 model = train(sessions, gold, self.schema, self.settings, self.embeddings_cache, self.stats)
+                started = time.perf_counter()
                 model.gates = gate_fields(sessions, self.schema, self.settings, self.gate, self.embeddings_cache,
                                           self.stats)
+                self.gate_seconds = time.perf_counter() - started
                 model.majorities = field_majorities(self.schema, [g.field for g in model.gates], sessions)
                 self._trained = model
                 if path is not None:
