@@ -21,8 +21,9 @@ from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.preannotate.backends import make_backend
 from pipeline.preannotate.drafts import RowDraft, SessionDrafts, drafts_for_rows
+from pipeline.preannotate.scoring import schema_units
 from pipeline.preannotate.session import DraftSession, session_from_gold
-from pipeline.preannotate.settings import PreannotateSettings
+from pipeline.preannotate.settings import GateSettings, PreannotateSettings
 from pipeline.preannotate.stage import preannotate_inputs, preannotate_session, stage_settings
 from pipeline.preannotate.validate import draft_problems
 from pipeline.project import Project
@@ -118,6 +119,10 @@ def test_the_step_writes_drafts_for_a_sessions_rows_and_its_fingerprint_inputs(g
     drafts = preannotate_session(project, entry, settings, work, root / "build" / "preannotate")
     assert SessionDrafts.model_validate_json((work / "drafts.json").read_text()) == drafts
     assert len(drafts.rows) == len(session.rows) and drafts.backend == "gold-model"
+    written = json.loads((work / "drafts.json").read_text())["gates"]  # per field: source, why, margin with its CI
+    assert {g["field"] for g in written} == {u.field for u in schema_units(SCHEMA)}
+    assert all({"source", "reason", "scores", "against", "margin"} <= set(g) for g in written)
+    assert all({"value", "low", "high", "sessions", "rows"} <= set(g["margin"]) for g in written)
     inputs = {project.rel(p) for p in preannotate_inputs(project, entry)}
     assert inputs == {"annotation_schemas/rescue-v1.yaml", "train.jsonl"}
     assert stage_settings(settings) != stage_settings(load_settings(tmp_path))  # backend settings are fingerprinted
@@ -132,7 +137,8 @@ def test_the_step_writes_drafts_for_a_sessions_rows_and_its_fingerprint_inputs(g
     assert stage_settings(elsewhere) != before
 
 
-def test_evaluate_beats_the_majority_baseline_where_two_sessions_can_tell(gold_project: Project) -> None:
+def test_evaluate_prints_each_margin_with_its_interval_and_calls_better_only_on_a_significant_one(
+        gold_project: Project) -> None:
     out = gold_project.root / "eval.json"
     result = CliRunner().invoke(main, ["--root", str(gold_project.root), "preannotate", "--evaluate",
                                        "--backend", "gold-model",
@@ -140,13 +146,106 @@ def test_evaluate_beats_the_majority_baseline_where_two_sessions_can_tell(gold_p
                                        "--test-gold", str(gold_project.root / "test.jsonl"), "--json", str(out)])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
-    assert report["rows"] == 20 and report["quarantined"] == 0
-    for name in JUDGED:
-        unit = report["units"][name]
-        assert unit["beats_baseline"], (name, unit)
-    for unit in report["units"].values():  # every unit has both columns and its primary measure
+    assert report["rows"] == 20 and report["quarantined"] == 0 and report["sessions"] == 2
+    for unit in report["units"].values():  # every unit has both columns, its primary measure and its margin
         assert unit["primary"] in unit["backend"] and unit["primary"] in unit["baseline"]
+        margin = unit["margin"]
+        assert margin["sessions"] <= 2 and margin["level"] == 0.95
+        assert margin["low"] is None or margin["low"] <= margin["value"] <= margin["high"]
+        # two test sessions are fewer than the 5 a significant margin needs: nothing is "better"
+        assert unit["beats_baseline"] is False
+    # the drafts scored are the ones annotators would see: gated, and on two training sessions no field's gain
+    # can be significant, so none is drafted from the model
+    assert {g["field"]: g["source"] for g in report["gates"]} == {
+        g["field"]: g["against"] for g in report["gates"]} and report["gates"]
+    assert "[CI]" in result.output and "not" in result.output and "drafted from" in result.output
+    assert "bootstrap interval of the margin (over test sessions" in result.output
     assert "baseline" in result.output and "body_posture" in result.output
+
+
+def test_with_enough_sessions_better_means_an_interval_above_zero(gold_project: Project) -> None:
+    from pipeline.preannotate.evaluate import evaluate_backend
+
+    result = evaluate_backend(gold_project, gated_settings(2), SCHEMA, gold_project.root / "test.jsonl").as_json()
+    for name, unit in result["units"].items():
+        margin = unit["margin"]
+        assert unit["beats_baseline"] == (margin["low"] is not None and margin["low"] > 0), (name, margin)
+    # the nearest-row texts that beat the baseline clearly on these rows (margins 0.15-0.35 when drafted)
+    sources = {g["field"]: g["source"] for g in result["gates"]}
+    for name in JUDGED:
+        if sources[name.split(".")[0]] == "model":
+            assert result["units"][name]["margin"]["value"] > 0.1, (name, result["units"][name])
+    assert {g["field"] for g in result["gates"]} == {u.field for u in schema_units(SCHEMA)}
+
+
+def gated_settings(min_sessions: int) -> PreannotateSettings:
+    """gold-model on the sample's training gold; `min_sessions` 2 lets its 2 sessions decide (the default, 5,
+    leaves every field to the baseline or nothing there)."""
+    return PreannotateSettings(backend="gold-model", train_gold=("train.jsonl",),
+                               gate=GateSettings(min_sessions=min_sessions))
+
+
+def _drafted_from(project: Project, min_sessions: int
+                  ) -> tuple[dict, SessionDrafts, list, DraftSession]:  # type: ignore[type-arg]
+    """The gates, the gated drafts of the first test session, and the model's own (ungated) answers."""
+    from pipeline.preannotate.gold_features import embed_texts
+    from pipeline.preannotate.gold_model_fit import predict_rows
+
+    settings = gated_settings(min_sessions)
+    backend = make_backend(project, settings, SCHEMA)
+    gold = BenchmarkSession.model_validate_json((project.root / "test.jsonl").read_text().splitlines()[0])
+    session = session_from_gold(gold, SCHEMA)
+    drafts = backend.draft(session)
+    model = backend.trained()  # type: ignore[attr-defined]
+    vectors = embed_texts([row.text for row in session.rows], None)
+    raw = predict_rows(model, session, settings.gold_model, vectors)
+    return {g.field: g for g in drafts.gates}, drafts, raw, session
+
+
+def _check_drafts_follow_the_gates(gates: dict, drafts: SessionDrafts, raw: list,  # type: ignore[type-arg]
+                                   session: DraftSession, majorities: dict) -> None:  # type: ignore[type-arg]
+    from pipeline.preannotate.crossval import baseline_values
+    from pipeline.preannotate.roles import role_maps
+
+    assert drafts.quarantined == ()
+    maps = role_maps([r.speaker for r in session.rows], list(session.participants), SCHEMA.therapist,
+                     SCHEMA.group_labels[session.scenario])
+    for row, draft, (model_values, _), roles in zip(session.rows, drafts.rows, raw, maps):
+        baseline = baseline_values(SCHEMA, list(gates), majorities, session.scenario, row.speaker, roles)
+        for name, gate in gates.items():
+            if gate.source == "model":
+                assert draft.values.get(name) == model_values.get(name), (row.row_index, name)
+            elif gate.source == "baseline":  # the baseline's value, or none where it does not fit the row
+                assert draft.values.get(name) in (baseline.get(name), None), (row.row_index, name)
+            else:
+                assert name not in draft.values, (row.row_index, name)
+
+
+def test_on_the_sample_gold_no_field_is_drafted_from_the_model_on_two_sessions(gold_project: Project) -> None:
+    gates, drafts, raw, session = _drafted_from(gold_project, GateSettings().min_sessions)
+    assert set(gates) == {u.field for u in schema_units(SCHEMA)}
+    assert all(g.source in ("baseline", "nothing") and g.source == g.against for g in gates.values())
+    answered = [g for g in gates.values() if g.margin.value is not None]
+    assert answered and all(g.margin.sessions == 2 and "fewer than the 5" in g.reason for g in answered)
+    model = make_backend(gold_project, gated_settings(5), SCHEMA).trained()  # type: ignore[attr-defined]
+    _check_drafts_follow_the_gates(gates, drafts, raw, session, model.majorities)
+
+
+def test_the_gate_on_the_sample_gold_drafts_each_field_from_where_its_interval_says(gold_project: Project) -> None:
+    gates, drafts, raw, session = _drafted_from(gold_project, 2)
+    for gate in gates.values():
+        assert gate.source in ("model", "baseline", "nothing") and gate.reason and gate.margin.sessions <= 2
+        significant = gate.margin.low is not None and gate.margin.low > 0
+        assert (gate.source == "model") == significant, gate
+        if not significant:
+            assert gate.source == gate.against  # the better of baseline and nothing
+            assert gate.scores["baseline"] is None or gate.scores["nothing"] is None or \
+                (gate.source == "baseline") == (gate.scores["baseline"] > gate.scores["nothing"])
+    # a field no model answer can beat (background_dialogue: empty on every sample row) is not drafted from it
+    assert gates["background_dialogue"].source != "model" and gates["background_dialogue"].margin.value == 0.0
+    model = make_backend(gold_project, gated_settings(2), SCHEMA).trained()  # type: ignore[attr-defined]
+    _check_drafts_follow_the_gates(gates, drafts, raw, session, model.majorities)
+    assert drafts.sources() == {name: gate.source for name, gate in gates.items()}
 
 
 def test_a_training_file_with_an_unknown_label_or_another_format_is_refused(gold_project: Project,
@@ -208,7 +307,9 @@ def test_drafts_of_rows_that_vanished_are_dropped_and_counted() -> None:
 def test_the_step_in_the_build_drafts_real_rows_and_goes_stale_on_new_training_gold(
         copy_built: Callable[[], Project]) -> None:
     """The real chain: rows from ASR + diarization of both samples; gold-model trained on the couple sample's
-    reference gold (timed by its truth), drafting both sessions' rows through the runner."""
+    reference gold (timed by its truth), drafting both sessions' rows through the runner. One training session
+    cannot show any field's gain (the gate needs 2+ sessions to cross-validate), so every gated field is left
+    empty and the drafts record why."""
     from pipeline.sample.annotators import reference_session
     from pipeline.sample.row_answers import sample_truth
     from tests.speech_fixtures import COUPLE, FAMILY, run_stages
@@ -230,7 +331,10 @@ def test_the_step_in_the_build_drafts_real_rows_and_goes_stale_on_new_training_g
         session = DraftSession(session_id, entry.scenario, entry.participants, tuple(rows), SCHEMA)
         for draft in drafts.rows:
             assert draft_problems(session, dict(draft.values)) == []
-        assert sum("tone_of_voice" in d.values for d in drafts.rows) == len(rows)
+        # one training session cannot be cross-validated: no field's gain can be measured, none is drafted
+        assert drafts.gates and all(g.source == "nothing" and "cannot be cross-validated" in g.reason
+                                    for g in drafts.gates)
+        assert not any(g.field in d.values for g in drafts.gates for d in drafts.rows if g.field != "target")
     assert sorted(run_stages(project, ("preannotate",))["preannotate"].up_to_date) == sorted([COUPLE, FAMILY])
     with train.open("a") as handle:  # new training gold: every session's drafts are stale
         handle.write("\n")

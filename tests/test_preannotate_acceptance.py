@@ -25,7 +25,8 @@ from pipeline.annotate.projects import annotator_title
 from pipeline.annotate.pull import pull_annotations
 from pipeline.annotate.push import push_rows
 from pipeline.annotate.results import encode
-from pipeline.preannotate.drafts import RowDraft, SessionDrafts, drafts_path
+from pipeline.preannotate.drafts import FieldGate, RowDraft, SessionDrafts, Source, drafts_path
+from pipeline.preannotate.margins import Margin
 from pipeline.project import Project
 from pipeline.records import TranscriptRow
 from pipeline.schema import load_schema
@@ -41,6 +42,15 @@ FAST = AgreementSettings(bootstrap_samples=50, text_similarity=False)
 # Four client rows: the model's utterance type, then what ann and bob answered.
 DRAFTED = ("accusation", "defense", "disclosure", "request")
 ANSWERS = {ANN: ("accusation", "defense", "request", "request"), BOB: ("accusation", "withdrawal", "request", "request")}
+# The gold-model's gates as drafts.json records them: utterance type from the model, tone from the baseline (a
+# constant "calm"), the relation label left empty (a therapist field: these client rows would not show it anyway).
+GATES = {"utterance_type": "model", "tone_of_voice": "baseline", "relation_cycle_state": "nothing"}
+
+
+def _gate(field: str, source: Source) -> FieldGate:
+    return FieldGate(field=field, source=source, reason="test input", measure="primary", against="nothing",
+                     scores={"model": None, "baseline": None, "nothing": None},
+                     margin=Margin(value=None, low=None, high=None, sessions=0))
 
 
 def _answer(row: TranscriptRow, annotator: str, number: int) -> dict[str, JsonValue]:
@@ -56,8 +66,9 @@ def measured(ls_server: LiveServer):  # noqa: ANN201 - the AgreeOutput
     rows = write_truth_rows(project, MAYA)
     chosen = [r for r in rows if r.speaker != "Therapist"][:4]
     drafts = SessionDrafts(session_id=MAYA, backend="gold-model", model="m1", schema_id="rescue-v1", rows=tuple(
-        RowDraft(row_id=r.row_id, values={"utterance_type": label}, scores={"utterance_type": 0.7})
-        for r, label in zip(chosen, DRAFTED)))
+        RowDraft(row_id=r.row_id, values={"utterance_type": label, "tone_of_voice": "calm"},
+                 scores={"utterance_type": 0.7, "tone_of_voice": 0.4})
+        for r, label in zip(chosen, DRAFTED)), gates=tuple(_gate(f, s) for f, s in GATES.items()))
     write_text_atomic(drafts_path(project.build, MAYA), drafts.model_dump_json())
     push_rows(project, ls_server.connection, settings=SETTINGS)
     schema = load_schema(project.schemas / "rescue-v1.yaml")
@@ -100,7 +111,7 @@ def test_the_report_has_its_acceptance_section_in_html_csv_and_markdown(measured
     folder: Path = measured.folder
     markdown = (folder / "agreement.md").read_text(encoding="utf-8")
     assert "## Pre-annotation acceptance" in markdown
-    assert f"| {MODEL} | utterance_type | couple | 8 | 5 | 62.5% |" in markdown
+    assert f"| {MODEL} | utterance_type | model | couple | 8 | 5 | 62.5% |" in markdown
     assert f"| {MODEL} | utterance_type | all | 3 | 0.545" in markdown
     page = (folder / "report.html").read_text(encoding="utf-8")
     assert "id='acceptance'" in page and "62.5%" in page and MODEL in page
@@ -112,6 +123,28 @@ def test_the_report_has_its_acceptance_section_in_html_csv_and_markdown(measured
     gold = [r for r in rows if r["scope"] == "acceptance" and r["metric"] == "alpha" and r["other"] == "gold"
             and r["measure"] == "utterance_type" and r["scenario"] == ""]
     assert len(gold) == 1 and float(gold[0]["value"]) == pytest.approx(1 - 10 / 22)
+
+
+def test_the_section_says_per_field_whether_the_draft_came_from_the_model_the_baseline_or_nothing(
+        measured) -> None:  # noqa: ANN001
+    acceptance = measured.report.acceptance
+    kept = {(k.model_version, k.field, k.scenario): (k.source, k.drafted, k.kept) for k in acceptance.kept}
+    assert kept[(MODEL, "utterance_type", "couple")] == ("model", 8, 5)
+    assert kept[(MODEL, "tone_of_voice", "couple")] == ("baseline", 8, 0)  # both answered "sharp and hurt"
+    assert kept[("transcript", "dialogue_cleaned", "couple")] == ("transcript", 8, 4)
+    assert {(s.model_version, s.field): (s.source, s.tasks) for s in acceptance.sources} == {
+        (MODEL, field): (source, 8) for field, source in GATES.items()}
+    markdown = (measured.folder / "agreement.md").read_text(encoding="utf-8")
+    assert f"| {MODEL} | tone_of_voice | baseline | couple | 8 | 0 | 0.0% |" in markdown
+    assert "### Draft source per field" in markdown
+    assert f"| {MODEL} | relation_cycle_state | nothing | 8 |" in markdown
+    page = (measured.folder / "report.html").read_text(encoding="utf-8")
+    assert "acceptance-source" in page and "Draft source per field" in page
+    rows = list(csv.DictReader(io.StringIO((measured.folder / "agreement.csv").read_text(encoding="utf-8"))))
+    assert {(r["measure"], r["other"], r["units"]) for r in rows if r["metric"] == "draft_source"} == {
+        (field, source, "8") for field, source in GATES.items()}
+    assert {r["other"] for r in rows if r["metric"] == "kept_share" and r["measure"] == "tone_of_voice"} == {
+        "baseline"}
 
 
 def test_without_recorded_drafts_the_section_says_none(project: Project) -> None:

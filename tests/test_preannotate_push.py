@@ -194,3 +194,54 @@ def test_new_drafts_change_the_push_fingerprint(ls_server: LiveServer, rows: lis
     before = push_fingerprint(CorpusContext.load(project))
     write_drafts(project.build, rows, "m3", "request")
     assert push_fingerprint(CorpusContext.load(project)) != before
+
+
+def test_the_gold_models_drafts_of_the_sample_gold_are_pushed_with_each_fields_source(
+        ls_server: LiveServer, schema: AnnotationSchema, rows: list[TranscriptRow]) -> None:
+    """The real gold-model, trained on both sample sessions' reference gold (min_sessions 2: with the default 5
+    their two sessions could never show a gain), drafts this session's rows; push says per field whether its
+    drafts come from the model, the baseline or nothing, and every task records it in its meta."""
+    from pipeline.annotate.push import gating_notes, load_sessions
+    from pipeline.preannotate.backends import make_backend
+    from pipeline.preannotate.session import DraftSession
+    from pipeline.preannotate.settings import GateSettings, PreannotateSettings
+    from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
+    from tests.test_preannotate import sample_session, write_gold
+
+    project = ls_server.project
+    write_gold(project.root / "sample_gold.jsonl", [sample_session(name, 0, len(reference_labels(name, schema).turns))
+                                                    for name in SAMPLE_NAMES])
+    settings = PreannotateSettings(backend="gold-model", train_gold=("sample_gold.jsonl",),
+                                   gate=GateSettings(min_sessions=2))
+    (session_rows,), _ = load_sessions(project, (MAYA,))
+    entry = session_rows.entry
+    drafts = make_backend(project, settings, schema).draft(DraftSession(MAYA, entry.scenario, entry.participants,
+                                                                        session_rows.rows, schema))
+    write_text_atomic(drafts_path(project.build, MAYA), drafts.model_dump_json() + "\n")
+    sources = drafts.sources()
+    assert set(sources) >= {"utterance_type", "tone_of_voice", "relation_cycle_state", "background_dialogue"}
+    assert set(sources.values()) <= {"model", "baseline", "nothing"}
+    assert sources["background_dialogue"] != "model"  # empty on every sample row: no model answer can beat that
+
+    summary = push_rows(project, ls_server.connection, settings=SETTINGS)
+    assert summary.draft_sources == {MAYA: sources}
+    (line,) = gating_notes(summary)
+    assert line in draft_notes(summary) and line.startswith(f"{MAYA}: drafts ")
+    for source, words in (("model", "from the model: "), ("baseline", "from the majority baseline: "),
+                          ("nothing", "left empty: ")):
+        listed = [name for name, found in sources.items() if found == source]
+        if listed:
+            assert f"{words}{', '.join(listed)}" in line
+        else:
+            assert words not in line
+    for email in TEAM:
+        _, tasks = tasks_of(ls_server, schema, email)
+        mine = {row.row_id for row in session_rows.rows}  # (an earlier test added a session without drafts)
+        fresh = [detail for row_id, detail in tasks.items() if row_id in mine and not detail["annotations"]]
+        assert fresh
+        for detail in fresh:
+            shown = detail["meta"][META_KEY]
+            assert shown["model_version"] == drafts.model_version and shown["sources"] == sources
+            for name, source in sources.items():
+                if source == "nothing":  # left empty: not drafted by the model version
+                    assert shown["versions"].get(name) in (None, "transcript"), (name, shown["versions"])

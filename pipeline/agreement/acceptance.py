@@ -26,10 +26,10 @@ from pydantic import JsonValue
 
 from pipeline.agreement.adjudication import SETTLED, FieldOutcome
 from pipeline.agreement.inputs import Answer, Snapshot, latest_annotations
-from pipeline.agreement.results import Acceptance, DraftAgreement, KeptShare
+from pipeline.agreement.results import Acceptance, DraftAgreement, DraftSource, KeptShare
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.agreement.sources import embedding_cache, read_snapshot, schema_for
-from pipeline.annotate.drafted import ShownDraft, shown_draft_of
+from pipeline.annotate.drafted import TRANSCRIPT_VERSION, ShownDraft, shown_draft_of
 from pipeline.project import Project
 from pipeline.schema import AnnotationSchema
 
@@ -84,27 +84,48 @@ def normalised(schema: AnnotationSchema, field: str, value: JsonValue) -> str:
     return json.dumps(items)
 
 
+def draft_source(draft: ShownDraft, field: str) -> str:
+    """Where a shown field's draft came from: transcript, the gate's model or baseline, or (ungated) the model."""
+    version = draft.versions.get(field, draft.model_version)
+    if version == TRANSCRIPT_VERSION:
+        return "transcript"
+    return draft.sources.get(field, "model")
+
+
+def draft_sources(answers: Sequence[Answer], shown: Mapping[int, ShownDraft]) -> list[DraftSource]:
+    """Per (model version, gated field, source): the annotated tasks whose draft recorded it, fields left empty
+    by the gate included."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for task_id in sorted({a.task_id for a in answers if a.task_id in shown}):
+        draft = shown[task_id]
+        for field, source in draft.sources.items():
+            counts[(draft.model_version, field, source)] += 1
+    return [DraftSource(model_version=v, field=f, source=s, tasks=n) for (v, f, s), n in sorted(counts.items())]
+
+
 def kept_shares(schema: AnnotationSchema, answers: Sequence[Answer], shown: Mapping[int, ShownDraft]) -> list[KeptShare]:
-    """Per (model version, field, scenario): drafted answers and the kept ones (see the module's doc)."""
+    """Per (model version, field, scenario, draft source): drafted answers and the kept ones (see the module's
+    doc)."""
     given: dict[tuple[int, str], dict[str, JsonValue]] = {}  # (task, annotator) -> field -> answer
     scenario_of: dict[int, str] = {}
     for answer in answers:
         if answer.task_id in shown:
             given.setdefault((answer.task_id, answer.annotator), {})[answer.field] = answer.value
             scenario_of[answer.task_id] = answer.scenario
-    drafted: Counter[tuple[str, str, str]] = Counter()
-    kept: Counter[tuple[str, str, str]] = Counter()
+    drafted: Counter[tuple[str, str, str, str]] = Counter()
+    kept: Counter[tuple[str, str, str, str]] = Counter()
     for (task_id, _), values in given.items():
         draft = shown[task_id]
         for field, value in draft.values.items():
-            key = (draft.versions.get(field, draft.model_version), field, scenario_of[task_id])
+            key = (draft.versions.get(field, draft.model_version), field, scenario_of[task_id],
+                   draft_source(draft, field))
             drafted[key] += 1
             if normalised(schema, field, values.get(field)) == normalised(schema, field, value):
                 kept[key] += 1
     order = {f.name: i for i, f in enumerate(schema.fields)}
-    return [KeptShare(model_version=v, field=f, scenario=s, drafted=n, kept=kept[(v, f, s)])
-            for (v, f, s), n in sorted(drafted.items(), key=lambda item: (item[0][0], order.get(item[0][1], 99),
-                                                                          item[0][2]))]
+    return [KeptShare(model_version=v, field=f, scenario=s, source=source, drafted=n, kept=kept[(v, f, s, source)])
+            for (v, f, s, source), n in sorted(drafted.items(), key=lambda item: (
+                item[0][0], order.get(item[0][1], 99), item[0][2], item[0][3]))]
 
 
 def coder_answers(answers: Sequence[Answer], shown: Mapping[int, ShownDraft],
@@ -161,6 +182,7 @@ def measure_acceptance(snapshot: Snapshot, schema: AnnotationSchema, settings: A
     agreement = draft_agreement(snapshot, schema, settings, coder_answers(answers, shown, gold),
                                 embedder=embedder, cache_path=cache_path)
     return Acceptance(kept=tuple(kept_shares(schema, answers, shown)), agreement=tuple(agreement),
+                      sources=tuple(draft_sources(answers, shown)),
                       tasks_with_drafts=len({a.task_id for a in answers if a.task_id in shown}))
 
 

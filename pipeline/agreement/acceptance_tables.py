@@ -11,8 +11,13 @@ INTRO = ("Per model version (backend:model:schema), field and scenario: of the a
          "draft pre-filled the field, the share they kept unchanged (after the normalisation agreement uses; a "
          "drafted field left empty counts as changed); then the report's coefficients between the drafts and the "
          "gold settled from this snapshot (consensus or adjudication), with the model as one more coder. The drafts "
-         "compared are the ones each task showed, as push recorded them in the task's meta.")
-KEPT_HEADER = ["model version", "field", "scenario", "drafted answers", "kept", "share kept"]
+         "compared are the ones each task showed, as push recorded them in the task's meta. 'draft from' says where "
+         "a field's draft came from: the model, the majority baseline (a gated backend drafts a field from the model "
+         "only where its cross-validated gain is significant), or the transcript; fields the gate left empty are "
+         "listed under 'Draft source per field'.")
+KEPT_HEADER = ["model version", "field", "draft from", "scenario", "drafted answers", "kept", "share kept"]
+SOURCE_TITLE = "Draft source per field"
+SOURCE_HEADER = ["model version", "field", "draft from", "annotated tasks"]
 GOLD_HEADER = ["model version", "measure", "scenario", "units", "Krippendorff's alpha", "Gwet's AC1/AC2",
                "Cohen's kappa", "percent agreement / similarity", "note"]
 GOLD_METRICS = ("alpha", "gwet", "cohen_kappa", "percent_agreement")
@@ -33,8 +38,13 @@ def _share(value: float | None) -> str:
 
 
 def kept_rows(acceptance: Acceptance) -> list[list[str]]:
-    return [[k.model_version, k.field, k.scenario, str(k.drafted), str(k.kept), _share(k.share)]
+    return [[k.model_version, k.field, k.source, k.scenario, str(k.drafted), str(k.kept), _share(k.share)]
             for k in acceptance.kept]
+
+
+def source_rows(acceptance: Acceptance) -> list[list[str]]:
+    """Per gated model version and field: model, baseline or nothing (left empty), and on how many tasks."""
+    return [[s.model_version, s.field, s.source, str(s.tasks)] for s in acceptance.sources]
 
 
 def gold_rows(acceptance: Acceptance, cell: Callable[[Figure | None], str]) -> list[list[str]]:
@@ -56,11 +66,16 @@ def gold_rows(acceptance: Acceptance, cell: Callable[[Figure | None], str]) -> l
 
 def csv_rows(acceptance: Acceptance) -> list[list[object]]:
     """Rows in agreement.csv's columns: scope `acceptance`, the model version as the annotator; kept shares as
-    metric `kept_share` (units: drafted answers, values: kept), coefficients against `gold` (column other)."""
+    metric `kept_share` (units: drafted answers, values: kept; column other: the draft's source), each gated
+    field's source as metric `draft_source` (other: model, baseline or nothing; units: annotated tasks), and
+    coefficients against `gold` (column other)."""
     rows: list[list[object]] = []
     for k in acceptance.kept:
-        rows.append(["acceptance", k.field, "", "kept_share", k.scenario, "", k.model_version, "", k.share, None,
+        rows.append(["acceptance", k.field, "", "kept_share", k.scenario, "", k.model_version, k.source, k.share, None,
                      None, None, k.drafted, k.kept, None, ""])
+    for s in acceptance.sources:
+        rows.append(["acceptance", s.field, "", "draft_source", "", "", s.model_version, s.source, None, None, None,
+                     None, s.tasks, None, None, ""])
     for item in acceptance.agreement:
         f: Figure = item.figure
         rows.append(["acceptance", f.measure, f.level, f.metric, f.scenario, "", item.model_version, "gold", f.value,
@@ -68,5 +83,5 @@ def csv_rows(acceptance: Acceptance) -> list[list[object]]:
     return rows
 
 
-__all__ = ["GOLD_HEADER", "INTRO", "KEPT_HEADER", "TITLE", "csv_rows", "gold_rows", "kept_rows",
-           "none_message"]
+__all__ = ["GOLD_HEADER", "INTRO", "KEPT_HEADER", "SOURCE_HEADER", "SOURCE_TITLE", "TITLE", "csv_rows", "gold_rows",
+           "kept_rows", "none_message", "source_rows"]

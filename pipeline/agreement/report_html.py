@@ -113,6 +113,9 @@ def _acceptance(report: AgreementReport) -> str:
     rows = acceptance_tables.gold_rows(acceptance, cell)
     return (head + "<h3>Drafts kept by the annotators</h3>"
             + _table(acceptance_tables.KEPT_HEADER, acceptance_tables.kept_rows(acceptance), "acceptance-kept")
+            + (f"<h3>{html.escape(acceptance_tables.SOURCE_TITLE)}</h3>"
+               + _table(acceptance_tables.SOURCE_HEADER, acceptance_tables.source_rows(acceptance), "acceptance-source")
+               if acceptance.sources else "")
             + "<h3>Drafts against the gold (the model as one more coder)</h3>"
             + (_table(acceptance_tables.GOLD_HEADER, rows, "acceptance-gold") if rows else
                "<p>No drafted field has a settled gold value yet.</p>"))

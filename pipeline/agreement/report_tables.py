@@ -235,8 +235,11 @@ def acceptance_markdown(report: AgreementReport) -> list[str]:
     if none:
         return parts + [none]
     parts += ["### Drafts kept by the annotators", "",
-              _markdown_table(acceptance_tables.KEPT_HEADER, acceptance_tables.kept_rows(acceptance)), "",
-              "### Drafts against the gold (the model as one more coder)", ""]
+              _markdown_table(acceptance_tables.KEPT_HEADER, acceptance_tables.kept_rows(acceptance)), ""]
+    if acceptance.sources:
+        parts += [f"### {acceptance_tables.SOURCE_TITLE}", "",
+                  _markdown_table(acceptance_tables.SOURCE_HEADER, acceptance_tables.source_rows(acceptance)), ""]
+    parts += ["### Drafts against the gold (the model as one more coder)", ""]
     rows = acceptance_tables.gold_rows(acceptance, cell)
     parts.append(_markdown_table(acceptance_tables.GOLD_HEADER, rows) if rows else
                  "No drafted field has a settled gold value yet (run `rescue adjudicate`, settle the queue).")

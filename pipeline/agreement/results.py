@@ -100,6 +100,8 @@ class KeptShare(Record):
     model_version: str
     field: str
     scenario: str
+    source: str = Field("", description="where the draft came from: model, baseline (the gated backend's majority "
+                                        "answer) or transcript")
     drafted: int = Field(description="annotators' answers on tasks whose draft pre-filled this field")
     kept: int = Field(description="of those, answers equal to the draft")
 
@@ -115,10 +117,21 @@ class DraftAgreement(Record):
     figure: Figure
 
 
+class DraftSource(Record):
+    """Per model version and field of a gated backend: whether the tasks' drafts came from the model, the
+    majority baseline or nothing (the field was left empty), as push recorded it in the tasks' meta."""
+
+    model_version: str
+    field: str
+    source: str = Field(description="model | baseline | nothing")
+    tasks: int = Field(description="annotated tasks whose draft recorded this source for the field")
+
+
 class Acceptance(Record):
     """The report's "Pre-annotation acceptance" section (pipeline/agreement/acceptance.py)."""
 
     kept: tuple[KeptShare, ...] = ()
+    sources: tuple[DraftSource, ...] = ()
     agreement: tuple[DraftAgreement, ...] = ()
     tasks_with_drafts: int = Field(0, description="annotated tasks whose meta records the draft they showed")
     tasks_without_record: int = Field(0, description="annotated tasks pushed before drafts were recorded")

@@ -38,6 +38,9 @@ class ShownDraft(Record):
     values: dict[str, JsonValue] = Field(description="field -> drafted value (annotation format)")
     versions: dict[str, str] = Field(description="field -> the model version that drafted it")
     scores: dict[str, float] = Field(default_factory=dict, description="field -> the model's confidence")
+    sources: dict[str, str] = Field(default_factory=dict, description="gated backends: field -> where the drafts "
+                                    "of this field came from (model, baseline or nothing: not drafted); empty: "
+                                    "ungated, every field the model drafted is its own answer")
 
     def prediction(self, schema: AnnotationSchema, entities: tuple[str, ...]) -> dict[str, Any] | None:
         """The Label Studio prediction: one result entry per control, each with its field's `score`; the
@@ -78,6 +81,7 @@ class SessionModelDrafts:
     rows: dict[str, RowDraft]
     dropped: int  # drafts whose row no longer exists (re-segmentation): never pushed
     path: Path
+    sources: dict[str, str]  # gated field -> model | baseline | nothing (empty: ungated drafts)
 
 
 def load_model_drafts(project: Project, schema: AnnotationSchema, session_id: str,
@@ -100,7 +104,8 @@ def load_model_drafts(project: Project, schema: AnnotationSchema, session_id: st
     current = {row.row_id for row in rows}
     kept = {draft.row_id: draft for draft in drafts.rows if draft.row_id in current}
     return SessionModelDrafts(model_version=drafts.model_version, rows=kept,
-                              dropped=sum(1 for draft in drafts.rows if draft.row_id not in current), path=path)
+                              dropped=sum(1 for draft in drafts.rows if draft.row_id not in current), path=path,
+                              sources=dict(drafts.sources()))
 
 
 def transcript_values(schema: AnnotationSchema, row: TranscriptRow, entities: tuple[str, ...]) -> dict[str, JsonValue]:
@@ -134,9 +139,9 @@ def _refused(schema: AnnotationSchema, values: dict[str, JsonValue], facts: Task
 
 
 def task_draft(schema: AnnotationSchema, row: TranscriptRow, facts: TaskFacts, model: RowDraft | None,
-               model_version: str | None) -> tuple[ShownDraft, int]:
+               model_version: str | None, sources: Mapping[str, str] | None = None) -> tuple[ShownDraft, int]:
     """The draft one row's task shows, and how many of the model's fields were refused (they keep the
-    transcript's value)."""
+    transcript's value). `sources`: the drafts' gates (field -> model | baseline | nothing), recorded as shown."""
     base = transcript_values(schema, row, facts.entities)
     annotated = {f.name for f in schema.fields if f.annotated}
     given = {k: v for k, v in (model.values.items() if model else ()) if k in annotated}
@@ -153,4 +158,5 @@ def task_draft(schema: AnnotationSchema, row: TranscriptRow, facts: TaskFacts, m
     # The prediction is named after the session's drafts even where every field fell back to the transcript:
     # Label Studio pre-fills one model_version per project, so a session's rows must share one.
     version = str(model_version) if model_version is not None else TRANSCRIPT_VERSION
-    return ShownDraft(model_version=version, values={**base, **given}, versions=versions, scores=scores), refused
+    return ShownDraft(model_version=version, values={**base, **given}, versions=versions, scores=scores,
+                      sources=dict(sources or {}) if model_version is not None else {}), refused

@@ -36,7 +36,8 @@ from pipeline.schema import SCENARIOS, AnnotationSchema, load_schema
 from pipeline.settings import load_settings
 from pipeline.transcripts import read_rows, rows_path
 
-__all__ = ["ProjectPush", "PushSummary", "draft_notes", "load_sessions", "project_title", "push_rows", "schema_path"]
+__all__ = ["ProjectPush", "PushSummary", "draft_notes", "gating_notes", "load_sessions", "project_title", "push_rows",
+           "schema_path"]
 
 Progress = Callable[[str, int, int], None]  # project label ("couple / ann@lab.org"), rows imported so far, to import
 
@@ -76,6 +77,9 @@ class PushSummary(Record):
     strangers: tuple[Stranger, ...] = Field((), description="accounts of the server not on the roster (no project)")
     recreated: tuple[str, ...] = Field((), description="projects that were deleted on the server and made again, "
                                                        "empty (--recreate-deleted), one line each")
+    draft_sources: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="session -> field -> where its drafts come from (model, baseline or "
+        "nothing), for gated drafts (gold-model); sessions with ungated drafts are not listed")
 
     @property
     def imported(self) -> int:
@@ -180,7 +184,8 @@ def push_rows(project: Project, connection: Connection | None = None, *, setting
                        sessions_without_rows=tuple(missing), rows_without_media=no_media,
                        drafts={sid: d.model_version for sid, d in sorted(drafts.items())},
                        drafts_dropped=_dropped(drafts), drafts_refused=plan.refused, strangers=guards.strangers,
-                       recreated=tuple(_recreated(g) for g in gone))
+                       recreated=tuple(_recreated(g) for g in gone),
+                       draft_sources={sid: dict(d.sources) for sid, d in sorted(drafts.items()) if d.sources})
 
 
 def _recreated(gone: GoneProject) -> str:
@@ -193,6 +198,7 @@ def draft_notes(summary: PushSummary) -> list[str]:
     """What push did with the model drafts, one line each (also printed by `rescue push`)."""
     notes = [f"{sid}: {count} draft(s) of rows that no longer exist (re-segmented) dropped, not pushed"
              for sid, count in summary.drafts_dropped.items()]
+    notes += gating_notes(summary)
     if summary.drafts_refused:
         notes.append(f"{summary.drafts_refused} drafted field(s) refused by schema {summary.schema_version} (those "
                      "fields show the transcript draft)")
@@ -203,6 +209,23 @@ def draft_notes(summary: PushSummary) -> list[str]:
         if p.drafts_hidden:
             notes.append(f"{p.title}: {p.drafts_hidden} unannotated task(s) carry drafts of another model version "
                          f"than the project's {p.model_version}; Label Studio does not pre-fill them")
+    return notes
+
+
+SOURCE_WORDS = {"model": "from the model", "baseline": "from the majority baseline",
+                "nothing": "left empty"}
+
+
+def gating_notes(summary: PushSummary) -> list[str]:
+    """Per session with gated drafts: which fields are drafted from the model, the baseline, or left empty."""
+    notes = []
+    for sid, sources in summary.draft_sources.items():
+        parts = []
+        for source, words in SOURCE_WORDS.items():
+            fields = [name for name, found in sources.items() if found == source]
+            if fields:
+                parts.append(f"{words}: {', '.join(fields)}")
+        notes.append(f"{sid}: drafts {'; '.join(parts)} (why: the gates in build/preannotate/{sid}/drafts.json)")
     return notes
 
 

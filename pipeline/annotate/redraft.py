@@ -48,7 +48,7 @@ def plan_drafts(schema: AnnotationSchema, sessions: Sequence[SessionRows],
         model = drafts.get(session.session_id)
         for row in session.rows:
             draft, bad = task_draft(schema, row, facts, model.rows.get(row.row_id) if model else None,
-                                    model.model_version if model else None)
+                                    model.model_version if model else None, model.sources if model else None)
             rows[row.row_id] = PlannedDraft(draft, entities)
             refused += bad
     return DraftPlan(rows=rows, refused=refused, model_drafts=bool(drafts))

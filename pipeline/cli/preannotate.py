@@ -21,12 +21,19 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
                      help="Sessions processed in parallel (separate processes).")
 
 
+def _margin_cell(margin: dict) -> str:  # type: ignore[type-arg]
+    if margin["value"] is None:
+        return ""
+    interval = "" if margin["low"] is None else f" [{margin['low']:+.3f}, {margin['high']:+.3f}]"
+    return f"{margin['value']:+.3f}{interval}"
+
+
 def _print_evaluation(result: dict) -> None:  # type: ignore[type-arg]
     from rich.table import Table
 
     table = Table(title=f"{result['backend']} ({result['model']}) vs majority baseline: {result['rows']} rows of "
                         f"{result['test_gold']}")
-    for column in ("field", "rows", "measure", "backend", "baseline", ""):
+    for column in ("field", "rows", "measure", "backend", "baseline", "margin [CI]", ""):
         table.add_column(column)
     for name, unit in result["units"].items():
         measures = sorted(unit["backend"], key=lambda m: m != unit["primary"])
@@ -35,8 +42,12 @@ def _print_evaluation(result: dict) -> None:  # type: ignore[type-arg]
             primary = measure == unit["primary"]
             mark = ("better" if unit["beats_baseline"] else "not better") if primary else ""
             table.add_row(name if primary else "", str(unit["rows"]) if primary else "", measure, f"{value:.3f}",
-                          f"{unit['baseline'].get(measure, float('nan')):.3f}", mark)
+                          f"{unit['baseline'].get(measure, float('nan')):.3f}",
+                          _margin_cell(unit["margin"]) if primary else "", mark)
     console.print(table)
+    console.print(f"margin = backend - baseline; {result['better_rule']} ({result['sessions']} test session(s))")
+    for gate in result.get("gates", ()):  # a gated backend's drafts, scored above: where each field came from
+        console.print(f"drafted from {gate['source']}: {gate['field']} ({gate['reason']})", markup=False)
     if result["quarantined"]:
         console.print(f"{result['quarantined']} draft(s) quarantined (kept the transcript values)")
 

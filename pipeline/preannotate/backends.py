@@ -57,7 +57,7 @@ def _gold_model(project: Project, settings: PreannotateSettings, schema: Annotat
             "format" + ("" if given else ", or build the project's gold first (`rescue gold`)"))
     from pipeline.preannotate.gold_model_backend import GoldModelBackend
 
-    return GoldModelBackend(schema, settings.gold_model, files, cache_dir(project))
+    return GoldModelBackend(schema, settings.gold_model, files, cache_dir(project), settings.gate)
 
 
 def _openai(project: Project, settings: PreannotateSettings, schema: AnnotationSchema) -> DraftBackend:

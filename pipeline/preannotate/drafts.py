@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import Field, JsonValue
 
+from pipeline.preannotate.margins import Margin
 from pipeline.records import Record
 
 if TYPE_CHECKING:
@@ -34,6 +35,23 @@ class QuarantinedDraft(Record):
     reason: str = Field(description="why the backend's answer was not used (the row keeps the transcript draft)")
 
 
+Source = Literal["model", "baseline", "nothing"]
+
+
+class FieldGate(Record):
+    """Where one field's drafts come from, and why (pipeline/preannotate/gate.py)."""
+
+    field: str
+    source: Source = Field(description="model: the backend's own answer; baseline: the majority answer of the "
+                                       "training gold for the row's scenario and kind of speaker; nothing: not drafted")
+    reason: str
+    measure: str = Field(description="what the scores measure (the mean over the field's scored units)")
+    scores: dict[str, float | None] = Field(description="model / baseline / nothing: cross-validated score")
+    against: Literal["baseline", "nothing"] = Field(description="the better of baseline and nothing, which the "
+                                                                "model must beat")
+    margin: Margin = Field(description="model - `against`, with its bootstrap interval over sessions")
+
+
 class SessionDrafts(Record):
     session_id: str
     backend: str = Field(description="transcript | gold-model | openai")
@@ -44,6 +62,12 @@ class SessionDrafts(Record):
     training_gold: dict[str, str] = Field(default_factory=dict,
                                           description="learned backends: training gold file -> its sha256")
     notes: tuple[str, ...] = Field((), description="how the drafts were made (e.g. which fields are calibrated)")
+    gates: tuple[FieldGate, ...] = Field((), description="gated backends (gold-model): per field, whether its drafts "
+                                                         "come from the model, the baseline or nothing, and why")
+
+    def sources(self) -> dict[str, Source]:
+        """Field -> where its drafts come from; empty for an ungated backend (every drafted field is its own)."""
+        return {gate.field: gate.source for gate in self.gates}
 
     @property
     def model_version(self) -> str:

@@ -17,6 +17,7 @@ from pydantic import JsonValue
 
 from pipeline.benchmark_format import BenchmarkRow, BenchmarkSession
 from pipeline.errors import RescueError
+from pipeline.relation_label import relation_label
 from pipeline.schema import AnnotationSchema, SchemaField
 from pipeline.store import sha256_file
 from pipeline.tasks.context import clean, parse_intensity
@@ -82,10 +83,28 @@ def _items(field: SchemaField, raw: Sequence[object], entities: tuple[str, ...])
     return out
 
 
+# The schema's relation fields and the released row's fields of the same role when the label sits in
+# relation_pattern (freeze's per-row rule, pipeline/relation_label.py): reason and evidence follow the label.
+RELATION_FIELDS = {"relation_cycle_state": "relation_pattern", "relation_cycle_reason": "relation_pattern_reason",
+                   "relation_cycle_evidence_rows": "relation_pattern_evidence_rows"}
+
+
+def _relation_source(row: BenchmarkRow) -> dict[str, object]:
+    """The row's fields with the relation fields taken from where its label sits: the state where it is set,
+    else the pattern (relation_label); a row with neither keeps its state fields as they are."""
+    data = row.model_dump()
+    _, source = relation_label(row)
+    if source == "relation_pattern":
+        data.update({state: data.get(pattern) for state, pattern in RELATION_FIELDS.items()})
+    return data
+
+
 def gold_values(schema: AnnotationSchema, row: BenchmarkRow, entities: tuple[str, ...]) -> dict[str, JsonValue]:
     """The annotated fields of a gold row that apply to its speaker, as a pulled annotation holds them.
-    A relation field the released data leaves out (None) is left out, not taken as an answer."""
-    data = row.model_dump()
+    A relation field the released data leaves out (None) is left out, not taken as an answer. The relation
+    label (with its reason and evidence rows) is read where freeze reads it: the row's relation_cycle_state
+    where set, else its relation_pattern (pipeline/relation_label.py)."""
+    data = _relation_source(row)
     speaker = clean(row.primary_speaker)
     values: dict[str, JsonValue] = {}
     for field in schema.fields:

@@ -73,18 +73,35 @@ def schema_units(schema: AnnotationSchema) -> list[Unit]:
     return units
 
 
-def _set_similarity(gold: Sequence[list], pred: Sequence[list], kind: str) -> float:  # type: ignore[type-arg]
+def _set_similarity(gold: Sequence[list], pred: Sequence[list], kind: str) -> np.ndarray:  # type: ignore[type-arg]
     n = len(gold)
     distance = SetDistance([tuple(map(str, g)) for g in gold] + [tuple(map(str, p)) for p in pred], kind)
-    return float(np.mean(1.0 - distance.pairs(np.arange(n), np.arange(n, 2 * n))))
+    return 1.0 - np.asarray(distance.pairs(np.arange(n), np.arange(n, 2 * n)), dtype=float)
 
 
-def _text_similarity(gold: Sequence[str], pred: Sequence[str]) -> float:
+def _text_similarity(gold: Sequence[str], pred: Sequence[str]) -> np.ndarray:
     from pipeline.text_similarity import pairwise_similarity
 
     sims = pairwise_similarity(list(gold), list(pred))
     both_empty = [not g.strip() and not p.strip() for g, p in zip(gold, pred)]
-    return float(np.mean([1.0 if empty else s for s, empty in zip(sims, both_empty)]))
+    return np.array([1.0 if empty else s for s, empty in zip(sims, both_empty)], dtype=float)
+
+
+def row_scores(unit: Unit, gold: Sequence[JsonValue], pred: Sequence[JsonValue | None]) -> np.ndarray:
+    """Per row, the unit's primary measure where it is a mean over rows (set: Jaccard; integer: within 1, a
+    missing draft counts as a miss; text: similarity, two empty texts = 1). Label units are scored as a whole
+    (macro-F1): see `label_counts`."""
+    if not gold:
+        return np.zeros(0)
+    if unit.kind == "set":
+        return _set_similarity([list(g or []) for g in gold], [list(p or []) for p in pred],  # type: ignore[arg-type]
+                               "jaccard")
+    if unit.kind == "integer":
+        return np.array([0.0 if p is None else float(abs(int(g) - int(p)) <= 1)  # type: ignore[arg-type]
+                         for g, p in zip(gold, pred)])
+    if unit.kind == "text":
+        return _text_similarity([str(g) for g in gold], [str(p or "") for p in pred])
+    raise ValueError(f"{unit.name}: a label unit has no per-row score (macro-F1 is over rows)")
 
 
 def score_unit(unit: Unit, gold: Sequence[JsonValue], pred: Sequence[JsonValue | None],
@@ -97,13 +114,12 @@ def score_unit(unit: Unit, gold: Sequence[JsonValue], pred: Sequence[JsonValue |
         order = list(dict.fromkeys([*label_order, *golds, *(p for p in preds if p is not None)]))
         return {"accuracy": round(float(np.mean([g == p for g, p in zip(golds, preds)])), 4),
                 "macro_f1": round(float(macro_f1(golds, preds, order)["macro_f1"]), 4)}
+    primary = float(np.mean(row_scores(unit, gold, pred)))
     if unit.kind == "set":
         golds, preds = [list(g or []) for g in gold], [list(p or []) for p in pred]  # type: ignore[arg-type]
-        return {"jaccard": round(_set_similarity(golds, preds, "jaccard"), 4),
-                "masi": round(_set_similarity(golds, preds, "masi"), 4)}
+        return {"jaccard": round(primary, 4), "masi": round(float(np.mean(_set_similarity(golds, preds, "masi"))), 4)}
     if unit.kind == "integer":
         pairs = [(int(g), int(p)) for g, p in zip(gold, pred) if p is not None]  # type: ignore[arg-type]
-        within = sum(abs(g - p) <= 1 for g, p in pairs) / len(gold)
         mae = float(np.mean([abs(g - p) for g, p in pairs])) if pairs else float("nan")
-        return {"within_1": round(within, 4), "mae": round(mae, 4)}
-    return {"similarity": round(_text_similarity([str(g) for g in gold], [str(p or "") for p in pred]), 4)}
+        return {"within_1": round(primary, 4), "mae": round(mae, 4)}
+    return {"similarity": round(primary, 4)}

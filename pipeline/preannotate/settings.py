@@ -35,6 +35,20 @@ class GoldModelSettings(_Section):
     calibration_folds: int = Field(3, ge=2, le=10)
 
 
+class GateSettings(_Section):
+    """Drafts only where they help (gate.py, margins.py): the gold-model drafts a field from its classifiers only
+    where their cross-validated gain over the baseline has a confidence interval above 0; `--evaluate` calls a
+    field better by the same rule."""
+
+    folds: int = Field(5, ge=2, le=20, description="cross-validation folds, grouped by session (as many as there "
+                       "are training sessions when there are fewer)")
+    bootstrap_samples: int = Field(1000, ge=100, le=100_000, description="resamples of the sessions for the interval")
+    confidence: float = Field(0.95, gt=0.5, lt=1.0, description="the interval's confidence level")
+    min_sessions: int = Field(5, ge=2, description="a gain is significant only when measured on at least this many "
+                              "sessions (a percentile interval over fewer sessions is too optimistic)")
+    seed: int = Field(0, description="seed of the fold assignment and the resampling (same gold, same decision)")
+
+
 class PreannotateSettings(_Section):
     backend: Literal["transcript", "gold-model", "openai"] = Field(
         "transcript", description="transcript (speaker, target guess, text), gold-model (learns from gold rows, "
@@ -43,4 +57,5 @@ class PreannotateSettings(_Section):
         (), description="gold-model training files in the released benchmark row format, relative to the project "
         "root or absolute; empty = the project's own gold, build/gold/benchmark.jsonl")
     gold_model: GoldModelSettings = GoldModelSettings()
+    gate: GateSettings = GateSettings()  # [tool.rescue.preannotate.gate]
     openai: OpenAIDraftSettings = OpenAIDraftSettings()  # [tool.rescue.preannotate.openai]: docs/llm.md
