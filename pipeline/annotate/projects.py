@@ -32,12 +32,27 @@ def project_title(schema: AnnotationSchema, scenario: Scenario) -> str:
 
 
 def annotator_title(schema: AnnotationSchema, scenario: Scenario, email: str) -> str:
-    prefix = project_title(schema, scenario) + ANNOTATOR_MARK
+    return _owned_title(project_title(schema, scenario) + ANNOTATOR_MARK, email)
+
+
+def is_annotator_project(title: str, email: str) -> bool:
+    """Whether `title` is one of `email`'s own annotation projects (any scenario and schema version): what
+    the gateway admits an annotator to (gateway.py). Adjudication and shared projects are nobody's own."""
+    base, mark, _ = title.rpartition(ANNOTATOR_MARK)
+    if not mark or not base.startswith("RESCUE ") or " - " not in base:
+        return False
+    try:
+        return title == _owned_title(base + mark, email.strip().lower())
+    except RescueError:
+        return False
+
+
+def _owned_title(prefix: str, email: str) -> str:
     room = TITLE_MAX - len(prefix)
     if len(email) <= room:
         return prefix + email
     if room < 12:
-        raise RescueError(f"schema id {schema.id!r} is too long for Label Studio's 50-character project titles",
+        raise RescueError(f"{prefix!r} is too long for Label Studio's 50-character project titles",
                           "give the schema a shorter name or version")
     return f"{prefix}{email[:room - 7]}~{hashlib.sha256(email.encode()).hexdigest()[:6]}"
 
