@@ -129,10 +129,14 @@ def test_the_gateway_starts_and_stops_with_the_server(ls_server: LiveServer) -> 
     assert runner.invoke(main, [*root, "labelstudio", "down"]).exit_code == 0
     assert not gateway_process.alive(before.gateway_pid) and server.read_state(paths) is None
 
+    port = server.free_port()  # the gateway's address is a setting
+    (project.root / "pyproject.toml").write_text(f'[tool.rescue.annotate]\ngateway_host = "127.0.0.1"\n'
+                                                 f"gateway_port = {port}\n")
     up = runner.invoke(main, [*root, "labelstudio", "up"])
+    (project.root / "pyproject.toml").unlink()
     assert up.exit_code == 0, up.output
     state = server.read_state(paths)
-    assert state is not None and state.gateway_url.startswith("http://127.0.0.1:")
+    assert state is not None and state.gateway_url == f"http://127.0.0.1:{port}"
     assert f"give them {state.gateway_url}" in up.output and state.gateway_url != state.url
     assert httpx.get(f"{state.gateway_url}/health").status_code == 200
     status = runner.invoke(main, [*root, "labelstudio", "status"])
