@@ -98,6 +98,23 @@ def test_annotator_titles_belong_to_their_annotator_only() -> None:
     assert not is_annotator_project(f"Someone else's / {ANN1}", ANN1)
 
 
+@pytest.mark.parametrize(("method", "path", "reason"), [
+    ("GET", "/api/invite", "user management"), ("POST", "/api/users", "user management"),
+    ("PATCH", "/api/users/1", "user management"), ("POST", "/user/signup/", "sign-up"),
+    ("POST", "/api/current-user/reset-token/", "tokens"), ("GET", "/api/current-user/token", "tokens"),
+    ("POST", "/api/projects", "project creation"), ("PATCH", "/api/projects/7", "project settings"),
+    ("DELETE", "/api/annotations/5", "deletion"), ("DELETE", "/api/projects/7", "deletion"),
+    ("GET", "/api/projects/7/export", "exports"), ("POST", "/api/projects/7/exports", "exports"),
+    ("POST", "/api/projects/7/import", "imports"), ("POST", "/api/storages/localfiles", "storages"),
+    ("POST", "/api/dm/actions", "allow-list"), ("GET", "/api/organizations/1/memberships", "user management"),
+])
+def test_the_allow_list_has_no_route_for_what_must_be_refused(method: str, path: str, reason: str) -> None:
+    from pipeline.annotate import gateway_rules
+
+    assert gateway_rules.find_route(method, path) is None
+    assert reason in gateway_rules.refusal_reason(method, path)
+
+
 def test_a_busy_gateway_port_is_one_clear_error(ls_server: LiveServer) -> None:
     state = server.read_state(ls_server.paths)
     assert state is not None
@@ -145,7 +162,8 @@ def test_the_gateway_starts_and_stops_with_the_server(ls_server: LiveServer) -> 
     os.kill(state.gateway_pid, signal.SIGKILL)  # a gateway that died: the next start gives the server a new one
     assert _gone(state.gateway_pid)
     again = ls_server.start()
-    assert again.pid == state.pid and again.gateway_pid != state.gateway_pid and gateway_process.alive(again.gateway_pid)
+    assert again.pid == state.pid and again.gateway_pid != state.gateway_pid
+    assert gateway_process.alive(again.gateway_pid)
 
     os.killpg(again.pid, signal.SIGKILL)  # the server killed outright (a killed build's orphan, a crash)
     assert _gone(again.gateway_pid)

@@ -162,8 +162,10 @@ class Gateway:
         if route.access == "owned" and not any(kind in ("project", "task", "view", "annotation", "annotation_write",
                                                         "draft", "draft_write") for kind, _ in named):
             raise Refused("names none of the caller's projects")
-        if route.author_check and isinstance(body, dict) and body.get("completed_by") not in (None, caller.user_id):
-            raise Refused(f"completed_by {body.get('completed_by')!r} is not the caller")
+        if route.author_check and isinstance(body, dict):  # an answer or draft in someone else's name
+            for key in ("completed_by", "updated_by", "user"):
+                if body.get(key) not in (None, caller.user_id):
+                    raise Refused(f"{key} {body.get(key)!r} is not the caller")
         for kind, object_id in named:
             project_id, author = await self.resolve(kind, object_id)
             if project_id is None:

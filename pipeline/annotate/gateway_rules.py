@@ -33,11 +33,12 @@ class Route:
     query: dict[str, Kind] = field(default_factory=dict)  # query parameters that name objects
     body: dict[str, Kind] = field(default_factory=dict)  # JSON body keys that name objects
     author_check: bool = False  # a body's `completed_by` must be the caller (an answer in someone else's name)
-    only_own: Literal["projects", "users", None] = None  # a list answered with the caller's own projects / account
+    only_own: Literal["projects", "users"] | None = None  # a list answered with the caller's own projects / account
 
 
 def _route(methods: str, path: str, access: Access, *names: Kind, **extra: object) -> Route:
-    return Route(frozenset(methods.split()), re.compile(f"^{path}/?$"), access, names, **extra)  # type: ignore[arg-type]
+    pattern = re.compile(f"^{path}/?$")
+    return Route(frozenset(methods.split()), pattern, access, names, **extra)  # type: ignore[arg-type]
 
 
 _IN_PROJECT: dict[str, Kind] = {"project": "project", "view": "view"}

@@ -144,6 +144,7 @@ def server_report(paths: server.ServerPaths) -> dict[str, object] | None:
             "started_by": owner.model_dump(mode="json") | {"alive": owner.starter_alive} if owner else None,
             "orphaned": bool(owner and owner.orphaned),
             "message": f"embedded Label Studio server: running at {state.url}, pid {state.pid}, since "
-                       f"{state.started_at}; {gateway}; " + (owner.describe() if owner else "no record of who started it")
+                       f"{state.started_at}; {gateway}; "
+                       + (owner.describe() if owner else "no record of who started it")
                        + ("; orphaned: the next `rescue build` takes it over and stops it, or run "
                           "`rescue labelstudio down`" if owner and owner.orphaned else "")}
