@@ -208,6 +208,30 @@ def test_an_annotator_reads_and_saves_in_their_own_projects_through_the_gateway(
         assert anonymous.get("/user/login/").status_code == 200
 
 
+def test_adjudicators_are_admitted_to_the_adjudication_projects_and_annotators_are_not(world: World) -> None:
+    live = world.live
+    project, paths = live.project, live.paths
+    adjudicator = "adj@example.org"
+    add_annotators(project, live.connection, [adjudicator])
+    adjudication = live.client.create_project("RESCUE couple - rescue-v1 - adjudication", "",
+                                              '<View><Text name="row" value="$text"/></View>', 1)
+    root = ["--root", str(project.root)]
+    assert CliRunner().invoke(main, [*root, "labelstudio", "down"]).exit_code == 0
+    (project.root / "pyproject.toml").write_text(f'[tool.rescue.agreement]\nadjudicators = ["{adjudicator}"]\n')
+    try:
+        up = CliRunner().invoke(main, [*root, "labelstudio", "up"])
+    finally:
+        (project.root / "pyproject.toml").unlink()
+    assert up.exit_code == 0, up.output
+    with log_in(live.gateway_url, adjudicator, annotator_password(project, adjudicator)) as adj:
+        assert [p["id"] for p in adj.get("/api/projects").json()["results"]] == [adjudication.id]
+        assert adj.get(f"/api/projects/{adjudication.id}").status_code == 200
+        assert adj.get("/api/tasks", params={"project": world.projects[ANN1]}).status_code == 403
+    with log_in(live.gateway_url, ANN2, world.password(ANN2)) as ann2:
+        assert ann2.get(f"/api/projects/{adjudication.id}").status_code == 403  # every annotator's answers are there
+    assert f" 403 {ANN2} GET /api/projects/{adjudication.id}: " in paths.gateway_log.read_text(encoding="utf-8")
+
+
 @dataclass(frozen=True)
 class Attack:
     what: str

@@ -8,8 +8,10 @@ own (looked up on the server with the admin token of build/labelstudio/admin.jso
 process). Refusals are 403 with one log line in build/labelstudio/gateway.log: time, who, method, path (never
 the query: a sign-up link's token would be a secret) and why. The gateway exits when the server does.
 
-Run by gateway_process.py as `python -m pipeline.annotate.gateway --upstream URL --host H --port P
---server-pid PID --admin-file F --log-file F`.
+Adjudicators (`[tool.rescue.agreement] adjudicators`, passed as `--adjudicator EMAIL`) are admitted to the
+adjudication projects as annotators are to their own. Run by gateway_process.py as `python -m
+pipeline.annotate.gateway --upstream URL --host H --port P --server-pid PID --admin-file F --log-file F
+[--adjudicator EMAIL]...`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from pipeline.annotate import gateway_rules as rules
-from pipeline.annotate.projects import is_annotator_project
+from pipeline.annotate.projects import is_adjudication_project, is_annotator_project
 
 MARK_HEADER = "X-Rescue-Gateway"  # on every answer: how gateway_process knows the port is ours
 IDENTITY_TTL = 30.0  # seconds a session's account is remembered (a session never changes hands; logout ends it)
@@ -52,8 +54,10 @@ class Refused(Exception):
 
 
 class Gateway:
-    def __init__(self, upstream: str, admin_token: str, log_file: Path) -> None:
+    def __init__(self, upstream: str, admin_token: str, log_file: Path, adjudicators: frozenset[str] = frozenset()
+                 ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.adjudicators = frozenset(email.strip().lower() for email in adjudicators)
         self.admin = {"Authorization": f"Token {admin_token}"}
         self.log_file = log_file
         self.callers: dict[str, tuple[float, Caller | None]] = {}
@@ -124,9 +128,14 @@ class Gateway:
             self.titles, self.titles_at = titles, time.monotonic()
         return self.titles.get(project_id)
 
+    def owns(self, caller: Caller, title: str) -> bool:
+        """The caller's own annotation project, or an adjudication project when the caller is an adjudicator."""
+        return is_annotator_project(title, caller.email) or (caller.email in self.adjudicators
+                                                             and is_adjudication_project(title))
+
     async def owned_project(self, caller: Caller, project_id: int) -> bool:
         title = await self.project_title(project_id)
-        return title is not None and is_annotator_project(title, caller.email)
+        return title is not None and self.owns(caller, title)
 
     async def task_project(self, task_id: int) -> int | None:
         if task_id not in self.task_projects:
@@ -176,8 +185,7 @@ class Gateway:
             if kind.endswith("_write") and author != caller.user_id:
                 raise Refused(f"{kind.removesuffix('_write')} {object_id} was made by another account")
 
-    @staticmethod
-    def own_only(caller: Caller, payload: Any, what: str) -> Any:
+    def own_only(self, caller: Caller, payload: Any, what: str) -> Any:
         """A list of projects or accounts cut to the caller's own (the server lists every one of the organisation)."""
         items = payload.get("results") if isinstance(payload, dict) else payload
         if not isinstance(items, list):
@@ -188,7 +196,7 @@ class Gateway:
                 return False
             if what == "users":
                 return item.get("id") == caller.user_id
-            return is_annotator_project(str(item.get("title") or ""), caller.email)
+            return self.owns(caller, str(item.get("title") or ""))
 
         kept = [item for item in items if own(item)]
         return {**payload, "results": kept, "count": len(kept)} if isinstance(payload, dict) else kept
@@ -306,9 +314,10 @@ def main() -> None:
         parser.add_argument(name, required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--server-pid", type=int, required=True)
+    parser.add_argument("--adjudicator", action="append", default=[])
     args = parser.parse_args()
     token = json.loads(Path(args.admin_file).read_text(encoding="utf-8"))["token"]
-    gateway = Gateway(args.upstream, token, Path(args.log_file))
+    gateway = Gateway(args.upstream, token, Path(args.log_file), frozenset(args.adjudicator))
     web.run_app(make_app(gateway, args.server_pid), host=args.host, port=args.port, print=None, access_log=None)
 
 

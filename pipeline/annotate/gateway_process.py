@@ -67,7 +67,7 @@ def _die_with_parent() -> None:
 
 
 def start_gateway(*, upstream: str, server_pid: int, host: str, port: int, admin_file: Path, log_file: Path,
-                  timeout: float, die_with_parent: bool = False) -> tuple[int, str]:
+                  timeout: float, adjudicators: tuple[str, ...] = (), die_with_parent: bool = False) -> tuple[int, str]:
     """Start the gateway in front of `upstream` and wait until it answers; returns (pid, URL for annotators)."""
     if not port:
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -76,6 +76,8 @@ def start_gateway(*, upstream: str, server_pid: int, host: str, port: int, admin
     os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     argv = [sys.executable, "-m", MODULE, "--upstream", upstream, "--host", host, "--port", str(port),
             "--server-pid", str(server_pid), "--admin-file", str(admin_file), "--log-file", str(log_file)]
+    for email in adjudicators:
+        argv += ["--adjudicator", email]
     with log_file.open("ab") as log:
         process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,  # noqa: S603
                                    start_new_session=True, umask=0o077,

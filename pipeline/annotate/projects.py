@@ -22,6 +22,7 @@ from pipeline.records import Scenario
 from pipeline.schema import SCENARIOS, AnnotationSchema
 
 ANNOTATOR_MARK = " / "
+ADJUDICATION_MARK = " - adjudication"
 TITLE_MAX = 50  # Label Studio's limit on project titles
 SHARED = "shared"  # the file name of a shared project's export in a snapshot (no email has no "@")
 
@@ -45,6 +46,12 @@ def is_annotator_project(title: str, email: str) -> bool:
         return title == _owned_title(base + mark, email.strip().lower())
     except RescueError:
         return False
+
+
+def is_adjudication_project(title: str) -> bool:
+    """An adjudication project (`RESCUE <scenario> - <schema id> - adjudication`, agreement/queue_labelstudio.py):
+    the gateway admits the configured adjudicators to these."""
+    return title.startswith("RESCUE ") and title.endswith(ADJUDICATION_MARK) and ANNOTATOR_MARK not in title
 
 
 def _owned_title(prefix: str, email: str) -> str:

@@ -250,17 +250,18 @@ def copy_private(source: Path, target: Path) -> None:
 
 
 def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
-          template: Path | None = None, die_with_parent: bool = False) -> ServerState:
+          template: Path | None = None, die_with_parent: bool = False,
+          adjudicators: tuple[str, ...] = ()) -> ServerState:
     """Start the server (or return the one already running) and wait until it is healthy.
 
     `die_with_parent` (tests, benchmarks): the server also stops if this process is killed, so a
     crashed test run leaves no server behind. `rescue labelstudio up` leaves it off: the server
-    outlives the command."""
+    outlives the command. `adjudicators`: the accounts the gateway admits to the adjudication projects."""
     current = running(paths)
     if current is not None:
         if gateway_process.alive(current.gateway_pid):
             return current
-        return _with_gateway(paths, settings, current, die_with_parent)  # its gateway died or predates it
+        return _with_gateway(paths, settings, current, die_with_parent, adjudicators)  # its gateway died or predates it
     program = executable(project_root, settings)
     check_media_root(paths.media)
     make_private(paths)
@@ -299,19 +300,19 @@ def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
                           "another server may hold the port, or the database belongs to other credentials; "
                           f"move {paths.data} away to start afresh")
     try:
-        return _with_gateway(paths, settings, state, die_with_parent)
+        return _with_gateway(paths, settings, state, die_with_parent, adjudicators)
     except RescueError:
         _terminate(process.pid)
         raise
 
 
 def _with_gateway(paths: ServerPaths, settings: AnnotateSettings, state: ServerState,
-                  die_with_parent: bool) -> ServerState:
+                  die_with_parent: bool, adjudicators: tuple[str, ...]) -> ServerState:
     """Start the annotators' gateway in front of the running server and record both in the server's state."""
     pid, url = gateway_process.start_gateway(
         upstream=state.url, server_pid=state.pid, host=settings.gateway_host, port=settings.gateway_port,
         admin_file=paths.admin, log_file=paths.gateway_log, timeout=settings.start_timeout,
-        die_with_parent=die_with_parent)
+        adjudicators=adjudicators, die_with_parent=die_with_parent)
     state = ServerState(pid=state.pid, port=state.port, url=state.url, started_at=state.started_at,
                         gateway_pid=pid, gateway_url=url)
     write_text_atomic(paths.state, json.dumps(state.__dict__, indent=2) + "\n")
@@ -366,7 +367,10 @@ def stop(paths: ServerPaths) -> bool:
 
 
 def start_project_server(project: Project, settings: AnnotateSettings) -> ServerState:
-    return start(ServerPaths.of(project), settings, project_root=project.root)
+    from pipeline.settings import load_settings  # the agreement family's settings name the adjudicators
+
+    adjudicators = load_settings(project.root).agreement.adjudicators
+    return start(ServerPaths.of(project), settings, project_root=project.root, adjudicators=tuple(adjudicators))
 
 
 def external_connection() -> Connection | None:
