@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -87,7 +88,7 @@ def refusals(live: LiveServer) -> list[str]:
 
 
 def test_annotator_titles_belong_to_their_annotator_only() -> None:
-    schema = load_schema(__import__("pathlib").Path(__file__).parents[1] / "annotation_schemas" / "rescue-v1.yaml")
+    schema = load_schema(Path(__file__).parents[1] / "annotation_schemas" / "rescue-v1.yaml")
     long_email = "a.very.long.annotator.name@some-university.example.org"
     for email in (ANN1, long_email):
         title = annotator_title(schema, "couple", email)
@@ -113,6 +114,15 @@ def test_the_allow_list_has_no_route_for_what_must_be_refused(method: str, path:
 
     assert gateway_rules.find_route(method, path) is None
     assert reason in gateway_rules.refusal_reason(method, path)
+
+
+def test_a_gateway_host_that_is_not_an_address_of_this_machine_is_one_clear_error(tmp_path: Path) -> None:
+    for host in ("192.0.2.1", "no-such-host.invalid"):  # TEST-NET-1: never this machine's address
+        with pytest.raises(RescueError) as caught:
+            gateway_process.start_gateway(upstream="http://127.0.0.1:1", server_pid=os.getpid(), host=host, port=0,
+                                          admin_file=tmp_path / "admin.json", log_file=tmp_path / "gateway.log",
+                                          timeout=5)
+        assert repr(host) in caught.value.message and "gateway_host" in caught.value.fix
 
 
 def test_a_busy_gateway_port_is_one_clear_error(ls_server: LiveServer) -> None:

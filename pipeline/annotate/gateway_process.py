@@ -70,9 +70,14 @@ def start_gateway(*, upstream: str, server_pid: int, host: str, port: int, admin
                   timeout: float, adjudicators: tuple[str, ...] = (), die_with_parent: bool = False) -> tuple[int, str]:
     """Start the gateway in front of `upstream` and wait until it answers; returns (pid, URL for annotators)."""
     if not port:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            port = int(sock.getsockname()[1])
+        try:
+            with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind((host, 0))
+                port = int(sock.getsockname()[1])
+        except OSError as exc:
+            raise RescueError(f"the annotators' gateway cannot listen on gateway_host {host!r} ({exc.strerror or exc})",
+                              "set gateway_host in [tool.rescue.annotate] to an address of this machine "
+                              "(127.0.0.1, or 0.0.0.0 for every interface)") from exc
     os.close(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
     argv = [sys.executable, "-m", MODULE, "--upstream", upstream, "--host", host, "--port", str(port),
             "--server-pid", str(server_pid), "--admin-file", str(admin_file), "--log-file", str(log_file)]
