@@ -145,8 +145,8 @@ class Gateway:
             self.task_projects[task_id] = int(task["project"])
         return self.task_projects[task_id]
 
-    async def resolve(self, kind: rules.Kind, object_id: int) -> tuple[int | None, int | None]:
-        """(project id, author's user id) of the object; (None, None) when the server has no such object."""
+    async def resolve(self, kind: rules.Kind, object_id: int) -> tuple[int | None, str | None]:
+        """(project id, its author: user id or email as text) of the object; (None, None) when there is none."""
         if kind == "project":
             return object_id, None
         if kind == "task":
@@ -158,9 +158,9 @@ class Gateway:
         found = await self._admin_get(f"/api/{path}/{object_id}/")
         if not isinstance(found, dict) or found.get("task") is None:
             return None, None
-        author = found.get("completed_by") if path == "annotations" else found.get("user")
-        author_id = author.get("id") if isinstance(author, dict) else author
-        return await self.task_project(int(found["task"])), int(author_id) if author_id is not None else None
+        author = found.get("completed_by") if path == "annotations" else found.get("user")  # a draft names an email
+        author = author.get("id") if isinstance(author, dict) else author
+        return await self.task_project(int(found["task"])), None if author is None else str(author).lower()
 
     async def check(self, caller: Caller, route: rules.Route, request: web.Request, body: Any) -> None:
         named: list[tuple[rules.Kind, int]] = rules.path_ids(route, request.path)
@@ -182,7 +182,7 @@ class Gateway:
             if not await self.owned_project(caller, project_id):
                 raise Refused(f"{kind.removesuffix('_write')} {object_id} is in project {project_id}, not one of "
                               "the caller's own")
-            if kind.endswith("_write") and author != caller.user_id:
+            if kind.endswith("_write") and author not in (str(caller.user_id), caller.email):
                 raise Refused(f"{kind.removesuffix('_write')} {object_id} was made by another account")
 
     def own_only(self, caller: Caller, payload: Any, what: str) -> Any:
