@@ -206,6 +206,14 @@ def test_an_annotator_reads_and_saves_in_their_own_projects_through_the_gateway(
         updated = ann2.patch(f"/api/annotations/{mine}", params={"project": own_project},
                              json={"result": [], "lead_time": 4.0})
         assert updated.status_code == 200, updated.text
+        draft = ann2.post(f"/api/tasks/{own_task}/drafts", json={"result": [], "lead_time": 1.0})  # autosave
+        assert draft.status_code == 201, draft.text
+        assert ann2.patch(f"/api/drafts/{draft.json()['id']}", json={"result": [], "lead_time": 2.0}).is_success
+        edit_draft = ann2.post(f"/api/tasks/{own_task}/annotations/{mine}/drafts", json={"result": []})
+        assert edit_draft.status_code == 201, edit_draft.text
+        with log_in(live.gateway_url, ANN1, world.password(ANN1)) as ann1:  # someone else's draft
+            assert ann1.patch(f"/api/drafts/{draft.json()['id']}", json={"result": []}).status_code == 403
+            assert ann1.get(f"/api/drafts/{draft.json()['id']}").status_code == 403
         in_ann1s_name = ann2.patch(f"/api/annotations/{mine}", json={"result": [], "completed_by": world.users[ANN1]})
         assert in_ann1s_name.status_code == 403
         assert ann2.get(f"/projects/{world.projects[ANN1]}/data").status_code == 403
