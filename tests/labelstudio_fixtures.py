@@ -79,6 +79,13 @@ class LiveServer:
         assert state is not None
         return state.url
 
+    @property
+    def gateway_url(self) -> str:
+        """The annotators' gateway in front of the server (what `rescue labelstudio up` tells annotators to open)."""
+        state = server.read_state(self.paths)
+        assert state is not None and state.gateway_url
+        return state.gateway_url
+
     def start(self) -> server.ServerState:
         return server.start(self.paths, SETTINGS, project_root=REPO, template=self.template, die_with_parent=True)
 

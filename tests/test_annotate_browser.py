@@ -1,5 +1,6 @@
-"""An annotator labels a row in the real Label Studio UI (headless Debian Chromium driven by Playwright), and
-pull returns exactly what was clicked; a second annotator who then opens the same row in their labeling view
+"""An annotator labels a row in the real Label Studio UI (headless Debian Chromium driven by Playwright) through
+the annotators' gateway (the URL `rescue labelstudio up` gives annotators), which refuses none of the interface's
+calls, and pull returns exactly what was clicked; a second annotator who then opens the same row in their labeling view
 sees none of the first one's answers. Screenshots: build/test-artifacts/annotate_browser.png and
 annotate_browser_independent.png."""
 
@@ -62,13 +63,18 @@ def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clic
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "annotate_browser.png"
 
+    gateway = ls_server.gateway_url
+    answers: list[tuple[int, str, str]] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 2000})
             page.set_default_timeout(60_000)
-            _log_in(page, ls_server.url, email, annotator_password(project, email))
-            page.goto(f"{ls_server.url}/projects/{info.id}/data?task={task_id}")
+            page.on("response", lambda r: answers.append((r.status, r.request.method, r.url)))
+            _log_in(page, gateway, email, annotator_password(project, email))
+            page.goto(f"{gateway}/projects/")  # the project list, as an annotator starts
+            page.get_by_text(info.title).first.wait_for()
+            page.goto(f"{gateway}/projects/{info.id}/data?task={task_id}")
             speaker = page.locator("#field-primary_speaker input[name=Maya]")
             speaker.wait_for()
             # the draft from the transcript is there to correct, not to type
@@ -94,10 +100,14 @@ def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clic
             page.screenshot(path=str(shot), full_page=True)
             with page.expect_response(lambda r: "/annotations" in r.url and r.request.method == "POST") as saved:
                 page.get_by_role("button", name="Submit").click()
-            assert saved.value.ok
+            assert saved.value.ok and saved.value.url.startswith(gateway)
         finally:
             browser.close()
     assert shot.stat().st_size > 10_000
+    assert answers and all(url.startswith(gateway) for _, _, url in answers)  # nothing went around the gateway
+    assert [a for a in answers if a[0] == 403] == []  # the gateway refused none of the interface's calls
+    refused = ls_server.paths.gateway_log.read_text(encoding="utf-8")
+    assert f" 403 {email} " not in refused, refused
 
     summary = pull_annotations(project, ls_server.connection, settings=SETTINGS)
     mine = {r.field: r.value for r in read_jsonl(project.root / summary.folder / ANNOTATIONS_FILE, Annotation)

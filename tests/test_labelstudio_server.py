@@ -49,6 +49,7 @@ def test_up_status_down(cli_project: Project) -> None:
     assert code == 0, err
     state = server.read_state(paths)
     assert state is not None and state.url.startswith("http://127.0.0.1:") and state.url in out
+    assert state.gateway_url.startswith("http://127.0.0.1:") and f"give them {state.gateway_url}" in out
     admin = server.read_secret(paths.admin)
     assert stat.S_IMODE(paths.admin.stat().st_mode) == 0o600
     assert admin["token"] not in out + err and admin["password"] not in out + err
@@ -67,6 +68,7 @@ def test_up_status_down(cli_project: Project) -> None:
     code, out, _ = rescue(cli_project, "labelstudio", "down")
     assert code == 0 and "stopped" in out
     assert not Path(f"/proc/{state.pid}").exists() and not paths.state.exists()
+    assert not Path(f"/proc/{state.gateway_pid}").exists()  # the annotators' gateway went with the server
     code, out, _ = rescue(cli_project, "labelstudio", "status")
     assert "not running" in out
 

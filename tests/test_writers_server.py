@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.annotate import server
+from pipeline.annotate import gateway_process, server
 from pipeline.annotate.server_owner import ServerOwner, owner_path, stop_strays, stray_servers
 from pipeline.cli import main
 from pipeline.processes import process_alive
@@ -88,6 +88,28 @@ def test_a_build_killed_while_its_server_starts_leaves_no_unreported_server(corp
     assert not process_alive(group) and stray_servers(paths) == []
 
 
+def gateways_of(paths: server.ServerPaths, settle_on: list[int]) -> list[int]:
+    """Pids of annotators' gateways (gateway.py) of this project's server that still run, once they are
+    `settle_on` or 30 s have passed (a gateway whose server ended needs a moment to notice and exit)."""
+    deadline = time.monotonic() + 30
+    while (found := _gateways(paths)) != settle_on and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
+def _gateways(paths: server.ServerPaths) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if gateway_process.MODULE.encode() in argv and str(paths.admin).encode() in argv \
+                and process_alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 def test_a_killed_build_leaves_its_server_reported_and_the_next_build_stops_it(corpus: Project) -> None:
     paths = server.ServerPaths.of(corpus)
     kill_build_when(corpus, lambda: bool(stray_servers(paths)) and not paths.state.exists())
@@ -97,6 +119,7 @@ def test_a_killed_build_leaves_its_server_reported_and_the_next_build_stops_it(c
     assert state is not None
     assert not process_alive(interrupted)  # the second build stopped the first one's unrecorded server
     assert server.running(paths) == state  # the orphan: it outlived the build that started it
+    assert gateways_of(paths, [state.gateway_pid]) == [state.gateway_pid]  # with its annotators' gateway (the interrupted one's went)
     owner = ServerOwner.model_validate_json(owner_path(paths).read_text())
     assert (owner.server_pid, owner.starter_pid, owner.command) == (state.pid, build_pid, "rescue build")
 
@@ -116,6 +139,7 @@ def test_a_killed_build_leaves_its_server_reported_and_the_next_build_stops_it(c
            "which is gone: taken over, stopped at the end of this build)" in out
     assert "release: build/release/v1/" in out
     assert not process_alive(state.pid) and server.running(paths) is None
+    assert gateways_of(paths, []) == []  # the orphan's gateway stopped with it
     assert not owner_path(paths).exists() and not paths.state.exists()
     assert "embedded Label Studio server" not in rescue(corpus, "status")[1]
     debris = [p for p in corpus.build.rglob("*") if (".tmp-" in p.name or ".old-" in p.name)

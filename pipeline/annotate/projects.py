@@ -22,6 +22,7 @@ from pipeline.records import Scenario
 from pipeline.schema import SCENARIOS, AnnotationSchema
 
 ANNOTATOR_MARK = " / "
+ADJUDICATION_MARK = " - adjudication"
 TITLE_MAX = 50  # Label Studio's limit on project titles
 SHARED = "shared"  # the file name of a shared project's export in a snapshot (no email has no "@")
 
@@ -32,12 +33,33 @@ def project_title(schema: AnnotationSchema, scenario: Scenario) -> str:
 
 
 def annotator_title(schema: AnnotationSchema, scenario: Scenario, email: str) -> str:
-    prefix = project_title(schema, scenario) + ANNOTATOR_MARK
+    return _owned_title(project_title(schema, scenario) + ANNOTATOR_MARK, email)
+
+
+def is_annotator_project(title: str, email: str) -> bool:
+    """Whether `title` is one of `email`'s own annotation projects (any scenario and schema version): what
+    the gateway admits an annotator to (gateway.py). Adjudication and shared projects are nobody's own."""
+    base, mark, _ = title.rpartition(ANNOTATOR_MARK)
+    if not mark or not base.startswith("RESCUE ") or " - " not in base:
+        return False
+    try:
+        return title == _owned_title(base + mark, email.strip().lower())
+    except RescueError:
+        return False
+
+
+def is_adjudication_project(title: str) -> bool:
+    """An adjudication project (`RESCUE <scenario> - <schema id> - adjudication`, agreement/queue_labelstudio.py):
+    the gateway admits the configured adjudicators to these."""
+    return title.startswith("RESCUE ") and title.endswith(ADJUDICATION_MARK) and ANNOTATOR_MARK not in title
+
+
+def _owned_title(prefix: str, email: str) -> str:
     room = TITLE_MAX - len(prefix)
     if len(email) <= room:
         return prefix + email
     if room < 12:
-        raise RescueError(f"schema id {schema.id!r} is too long for Label Studio's 50-character project titles",
+        raise RescueError(f"{prefix!r} is too long for Label Studio's 50-character project titles",
                           "give the schema a shorter name or version")
     return f"{prefix}{email[:room - 7]}~{hashlib.sha256(email.encode()).hexdigest()[:6]}"
 

@@ -5,7 +5,9 @@ a pre-made admin account whose token lives in a 0600 file, and returns once `/he
 the token works. Least privilege: the server's document root for local files is the media root
 (build/labelstudio/media/, see media_root.py), never the project; build/labelstudio/ and data/ are
 0700 and what the server writes is private to the user (umask 077; files made by older versions are
-tightened at start). `stop` ends the process group. `connect` returns where push and pull should go:
+tightened at start). Annotators reach the server only through the gateway started with it (gateway.py, the URL
+in `ServerState.gateway_url`); the server's own port stays on 127.0.0.1 for the pipeline's admin access. `stop`
+ends the gateway and the server's process group. `connect` returns where push and pull should go:
 `LABEL_STUDIO_URL` + `LABEL_STUDIO_API_KEY` when set (an external server), else the embedded one.
 """
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline.annotate import gateway_process
 from pipeline.annotate.labelstudio import Connection, masked_url
 from pipeline.annotate.media_root import check_media_root
 from pipeline.annotate.settings import AnnotateSettings
@@ -82,6 +85,11 @@ class ServerPaths:
         return self.base / "server.log"
 
     @property
+    def gateway_log(self) -> Path:
+        """The annotators' gateway's refusals (who, method, path, why) and its own errors."""
+        return self.base / "gateway.log"
+
+    @property
     def media(self) -> Path:
         """The server's document root for local files: only the media annotators are shown (media_root.py)."""
         return self.base / "media"
@@ -97,6 +105,8 @@ class ServerState:
     port: int
     url: str
     started_at: str
+    gateway_pid: int = 0  # the annotators' gateway (gateway.py); 0 in a state written before it existed
+    gateway_url: str = ""  # the URL to give annotators; `url` stays the pipeline's direct admin access
 
 
 def executable(project_root: Path, settings: AnnotateSettings) -> Path:
@@ -227,7 +237,7 @@ def make_private(paths: ServerPaths) -> None:
             path = Path(folder) / name
             if not path.is_symlink():
                 path.chmod(0o600)
-    for path in (paths.log, paths.admin):
+    for path in (paths.log, paths.admin, paths.gateway_log):
         if path.exists() and not path.is_symlink():
             path.chmod(0o600)
 
@@ -240,15 +250,18 @@ def copy_private(source: Path, target: Path) -> None:
 
 
 def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
-          template: Path | None = None, die_with_parent: bool = False) -> ServerState:
+          template: Path | None = None, die_with_parent: bool = False,
+          adjudicators: tuple[str, ...] = ()) -> ServerState:
     """Start the server (or return the one already running) and wait until it is healthy.
 
     `die_with_parent` (tests, benchmarks): the server also stops if this process is killed, so a
     crashed test run leaves no server behind. `rescue labelstudio up` leaves it off: the server
-    outlives the command."""
+    outlives the command. `adjudicators`: the accounts the gateway admits to the adjudication projects."""
     current = running(paths)
     if current is not None:
-        return current
+        if gateway_process.alive(current.gateway_pid):
+            return current
+        return _with_gateway(paths, settings, current, die_with_parent, adjudicators)  # its gateway died or predates it
     program = executable(project_root, settings)
     check_media_root(paths.media)
     make_private(paths)
@@ -286,6 +299,22 @@ def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
         raise RescueError(f"the server at {url} refused the admin token from {paths.admin} ({status})",
                           "another server may hold the port, or the database belongs to other credentials; "
                           f"move {paths.data} away to start afresh")
+    try:
+        return _with_gateway(paths, settings, state, die_with_parent, adjudicators)
+    except RescueError:
+        _terminate(process.pid)
+        raise
+
+
+def _with_gateway(paths: ServerPaths, settings: AnnotateSettings, state: ServerState,
+                  die_with_parent: bool, adjudicators: tuple[str, ...]) -> ServerState:
+    """Start the annotators' gateway in front of the running server and record both in the server's state."""
+    pid, url = gateway_process.start_gateway(
+        upstream=state.url, server_pid=state.pid, host=settings.gateway_host, port=settings.gateway_port,
+        admin_file=paths.admin, log_file=paths.gateway_log, timeout=settings.start_timeout,
+        adjudicators=adjudicators, die_with_parent=die_with_parent)
+    state = ServerState(pid=state.pid, port=state.port, url=state.url, started_at=state.started_at,
+                        gateway_pid=pid, gateway_url=url)
     write_text_atomic(paths.state, json.dumps(state.__dict__, indent=2) + "\n")
     return state
 
@@ -319,6 +348,8 @@ def kill(paths: ServerPaths) -> None:
         child = _children.pop(state.pid, None)
         if child is not None:
             child.wait(timeout=10)
+    if state is not None:
+        gateway_process.stop_gateway(state.gateway_pid, kill=True)
     paths.state.unlink(missing_ok=True)
 
 
@@ -328,6 +359,7 @@ def stop(paths: ServerPaths) -> bool:
     if state is None:
         return False
     was_alive = _alive(state.pid) and _is_label_studio(state.pid)
+    gateway_process.stop_gateway(state.gateway_pid)  # first: annotators lose access before the server goes
     if was_alive:
         _terminate(state.pid)
     paths.state.unlink(missing_ok=True)
@@ -335,7 +367,10 @@ def stop(paths: ServerPaths) -> bool:
 
 
 def start_project_server(project: Project, settings: AnnotateSettings) -> ServerState:
-    return start(ServerPaths.of(project), settings, project_root=project.root)
+    from pipeline.settings import load_settings  # the agreement family's settings name the adjudicators
+
+    adjudicators = load_settings(project.root).agreement.adjudicators
+    return start(ServerPaths.of(project), settings, project_root=project.root, adjudicators=tuple(adjudicators))
 
 
 def external_connection() -> Connection | None:

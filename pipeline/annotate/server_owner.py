@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pipeline.annotate import server
+from pipeline.annotate import gateway_process, server
 from pipeline.processes import group_alive, process_alive, process_start_ticks
 from pipeline.records import Record
 from pipeline.store import write_text_atomic
@@ -136,10 +136,15 @@ def server_report(paths: server.ServerPaths) -> dict[str, object] | None:
                            f"{paths.data} without a record (its start was interrupted); the next `rescue build` "
                            "or `rescue labelstudio up|down` stops it"}
     owner = read_owner(paths, state)
+    gateway = (f"annotators' gateway {state.gateway_url} (pid {state.gateway_pid})"
+               if gateway_process.alive(state.gateway_pid) else "no annotators' gateway (restart with `rescue "
+                                                                    "labelstudio up`)")
     return {"url": state.url, "pid": state.pid, "since": state.started_at,
+            "gateway_url": state.gateway_url if gateway_process.alive(state.gateway_pid) else None,
             "started_by": owner.model_dump(mode="json") | {"alive": owner.starter_alive} if owner else None,
             "orphaned": bool(owner and owner.orphaned),
             "message": f"embedded Label Studio server: running at {state.url}, pid {state.pid}, since "
-                       f"{state.started_at}; " + (owner.describe() if owner else "no record of who started it")
+                       f"{state.started_at}; {gateway}; "
+                       + (owner.describe() if owner else "no record of who started it")
                        + ("; orphaned: the next `rescue build` takes it over and stops it, or run "
                           "`rescue labelstudio down`" if owner and owner.orphaned else "")}

@@ -23,6 +23,11 @@ class AnnotateSettings(BaseModel):
     start_timeout: float = Field(
         300.0, gt=0, description="seconds to wait for the embedded server's /health (the first start migrates ~70 s)")
 
+    gateway_host: str = Field(
+        "127.0.0.1", min_length=1, description="address the annotators' gateway listens on (its URL is the one to give "
+                                               "annotators; 0.0.0.0 for other machines of the network)")
+    gateway_port: int = Field(0, ge=0, le=65535, description="port of the annotators' gateway; 0 picks a free one")
+
     @model_validator(mode="before")
     @classmethod
     def _no_shared_overlap(cls, data: Any) -> Any:

@@ -30,7 +30,8 @@ def labelstudio_group() -> None:
 @click.pass_context
 @writer
 def up(ctx: click.Context) -> None:
-    """Start the server on a free local port and wait until it is healthy (first start: ~70 s).
+    """Start the server on a free local port and wait until it is healthy (first start: ~70 s), with the
+    annotators' gateway in front of it; prints the gateway's URL, the one to give annotators.
 
     The media of every session with rows are published into the server's media root first."""
     from pipeline.annotate import server
@@ -49,8 +50,11 @@ def up(ctx: click.Context) -> None:
         state = server.start_project_server(project, settings)
     if before is None or (owner is not None and owner.orphaned):  # ours now, left running on purpose
         record_owner(paths, state, "rescue labelstudio up", stops_when_done=False)
-    console.print(f"Label Studio runs at {state.url} (pid {state.pid}); log in as {server.ADMIN_EMAIL}, "
-                  f"password and API token in {project.rel_or_abs(paths.admin)} (mode 600)", highlight=False)
+    console.print(f"annotators: give them {state.gateway_url} (the gateway: their own projects only; refusals "
+                  f"in {project.rel_or_abs(paths.gateway_log)})", highlight=False)
+    console.print(f"Label Studio itself runs at {state.url} (pid {state.pid}) for the pipeline and the admin: log in "
+                  f"as {server.ADMIN_EMAIL}, password and API token in {project.rel_or_abs(paths.admin)} (mode 600)",
+                  highlight=False)
 
 
 @labelstudio_group.command("down")
