@@ -9,15 +9,19 @@ with real media and a real Label Studio is tests/test_corpus_build.py.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from pipeline.cli import main
-from pipeline.corpus.context import CorpusContext
+from pipeline.cli.corpus import print_corpus_report
+from pipeline.corpus.build import CorpusReport
+from pipeline.corpus.context import CorpusContext, StepOutcome
 from pipeline.corpus.release_step import freeze_step
 from pipeline.corpus.state import StepState, write_state
 from pipeline.errors import RescueError
@@ -136,3 +140,14 @@ def test_a_waiting_freeze_says_what_the_existing_release_holds(corpus: Project) 
                                            "kept as it is -> build/release/v1/ (verifies): 2 session(s) "
                                            f"({names}), instances ER "), said
     assert "RPP 5" in said and tree_digest(release) == before
+    shown = io.StringIO()
+    print_corpus_report(Console(file=shown, width=400), CorpusReport(steps=tuple(ctx_outcomes(corpus))))
+    assert "not frozen yet" not in shown.getvalue()
+    assert "release: no session has complete gold yet: release v1 not refreshed, kept as it is -> " \
+           "build/release/v1/ (verifies): 2 session(s)" in shown.getvalue(), shown.getvalue()
+
+
+def ctx_outcomes(project: Project) -> list[StepOutcome]:
+    ctx = CorpusContext.load(project)
+    freeze_step(ctx)
+    return ctx.outcomes
