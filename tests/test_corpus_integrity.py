@@ -88,6 +88,11 @@ def gold_sessions(project: Project) -> dict[str, BenchmarkSession]:
 def test_the_first_build_gives_gold_for_both_sessions(corpus: Project) -> None:
     output = build(corpus)
     assert "gold: ran - 2 session(s)" in output and "freeze: ran - release v1: 2 session(s)" in output
+    # the stored adjudications settle the whole queue, and the line says so in one consistent count
+    # (it said "0 field(s) in the adjudication queue", then "9 queued field(s) settled")
+    assert re.search(r"adjudicate: ran - (\d+) of \1 queued field\(s\) settled by the adjudicators' answers; "
+                     r"0 field\(s\) left in the adjudication queue", one_line(output)), output
+    assert_counts_never_negative(output)
 
 
 @pytest.mark.parametrize("damage", ["last line removed", "cut mid-line"])
