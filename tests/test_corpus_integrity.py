@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from pipeline.corpus.stored import MIN_IOU, iou, span_of
 from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
 from pipeline.store import read_jsonl
 from pipeline.transcripts import read_rows
+from tests.conftest import tree_digest
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
@@ -59,6 +61,26 @@ def build_tolerating_freeze(project: Project) -> str:
     return result.output
 
 
+def one_line(output: str) -> str:
+    """The output with its line wrapping undone (the console wraps long error lines)."""
+    return " ".join(output.split())
+
+
+def superseded_folders(project: Project) -> list[str]:
+    folder = project.build / "release" / "superseded"
+    return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+
+
+def assert_counts_never_negative(output: str) -> None:
+    """No count in the output is negative ("-2 queued field(s) settled" was), and the adjudicate line's
+    settled fields are counted out of those queued."""
+    assert not re.search(r"(?<![\w.>(])-\d+ \w", output), output
+    settled = re.search(r"adjudicate: \w[\w ]* - (\d+) of (\d+) queued field\(s\) settled by the adjudicators' "
+                        r"answers; (\d+) field\(s\) left in the adjudication queue", one_line(output))
+    if settled:
+        assert int(settled[1]) <= int(settled[2]), settled[0]
+
+
 def gold_sessions(project: Project) -> dict[str, BenchmarkSession]:
     return {s.sample_id: s for s in read_jsonl(project.build / "gold" / "benchmark.jsonl", BenchmarkSession)}
 
@@ -66,6 +88,11 @@ def gold_sessions(project: Project) -> dict[str, BenchmarkSession]:
 def test_the_first_build_gives_gold_for_both_sessions(corpus: Project) -> None:
     output = build(corpus)
     assert "gold: ran - 2 session(s)" in output and "freeze: ran - release v1: 2 session(s)" in output
+    # the stored adjudications settle the whole queue, and the line says so in one consistent count
+    # (it said "0 field(s) in the adjudication queue", then "9 queued field(s) settled")
+    assert re.search(r"adjudicate: ran - (\d+) of \1 queued field\(s\) settled by the adjudicators' answers; "
+                     r"0 field\(s\) left in the adjudication queue", one_line(output)), output
+    assert_counts_never_negative(output)
 
 
 @pytest.mark.parametrize("damage", ["last line removed", "cut mid-line"])
@@ -118,7 +145,16 @@ def test_a_new_dispute_on_a_row_with_an_adjudication_task_reaches_the_adjudicato
             client.create_annotation(task_id, _with_target(answers[annotator], [name]), completed_by=ids[annotator])
         assert set(answers) == set(ANNOTATORS)
 
-        output = build_tolerating_freeze(corpus)
+        release = corpus.build / "release" / "v1"
+        kept, superseded = tree_digest(release), superseded_folders(corpus)
+        refused = CliRunner().invoke(main, ["--root", str(corpus.root), "build"])
+        output = refused.output
+        # the family session's gold waits for the adjudicator: the release keeps both sessions meanwhile
+        assert refused.exit_code == 1 and "step freeze: release v1 not replaced" in one_line(output), output
+        assert f"session(s) {FAMILY} would leave the release" in one_line(output), output
+        assert "`rescue freeze --allow-shrink`" in one_line(output) and "Traceback" not in output
+        assert tree_digest(release) == kept and superseded_folders(corpus) == superseded
+        assert_counts_never_negative(output)
         queue = (corpus.build / "adjudication" / "queue.jsonl").read_text()
         assert any(json.loads(line)["row_id"] == row_id and json.loads(line)["field"] == "target"
                    for line in queue.splitlines())
@@ -149,6 +185,7 @@ def _annotated_stale(export: list[dict[str, Any]], current: set[str], users: dic
 def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_gold(corpus: Project) -> None:
     gold_before = (corpus.build / "gold" / "benchmark.jsonl").read_bytes()
     release_before = instance_lines(corpus.build / "release" / "v1")
+    release_files, superseded = tree_digest(corpus.build / "release" / "v1"), superseded_folders(corpus)
     rows_before = {s: read_rows(corpus, s) for s in (COUPLE, FAMILY)}
     settings = corpus.root / "pyproject.toml"
     assert not settings.exists()
@@ -194,4 +231,39 @@ def test_rows_cut_again_carry_their_annotations_and_rows_cut_back_give_the_same_
     assert "gold: ran - 2 session(s)" in output and "- release v1: 2 session(s)" in output, output
     assert (corpus.build / "gold" / "benchmark.jsonl").read_bytes() == gold_before
     assert instance_lines(corpus.build / "release" / "v1") == release_before  # every instance, unchanged
+    # identical gold leaves the release alone: the same files, nothing moved to superseded/
+    assert "freeze: up to date - release v1: 2 session(s)" in output, output
+    assert tree_digest(corpus.build / "release" / "v1") == release_files
+    assert superseded_folders(corpus) == superseded
     assert {item.entry.session_id for item in load_catalog(corpus)} == set(gold_sessions(corpus))
+
+
+def test_a_cut_snapshot_is_exported_again_by_the_command_the_error_advises(corpus: Project) -> None:
+    """Issue 19, part 4: readers stop on a cut annotations.jsonl and advise `rescue pull`; that pull must not
+    call the damaged snapshot up to date. The damaged folder is left exactly as it is (snapshots are immutable)."""
+    state = json.loads((corpus.build / "state" / "corpus" / "pull.json").read_text())
+    damaged = corpus.build / "annotations" / state["detail"]["snapshot"]
+    annotations = damaged / "annotations.jsonl"
+    intact = annotations.read_bytes()
+    annotations.chmod(0o644)  # snapshot files are read-only; this test plays the disk fault that cut one
+    annotations.write_bytes(intact[:len(intact) // 2])
+    annotations.chmod(0o444)
+    cut = tree_digest(damaged)
+    gold = (corpus.build / "gold" / "benchmark.jsonl").read_bytes()
+    manifest = (corpus.build / "release" / "v1" / "MANIFEST.json").read_bytes()
+
+    stopped = CliRunner().invoke(main, ["--root", str(corpus.root), "agree", "--standalone"])
+    assert stopped.exit_code == 1 and "is damaged" in stopped.output and "rescue pull" in one_line(stopped.output)
+    pulled = CliRunner().invoke(main, ["--root", str(corpus.root), "pull"])
+    assert pulled.exit_code == 0, pulled.output
+    fresh = json.loads((corpus.build / "state" / "corpus" / "pull.json").read_text())["detail"]["snapshot"]
+    assert fresh != damaged.name and f"pull: ran - snapshot {fresh}" in pulled.output, pulled.output
+    assert "is damaged" in pulled.output and "left as it is, a new snapshot exported in its place" in \
+        one_line(pulled.output), pulled.output
+    assert tree_digest(damaged) == cut                          # the damaged snapshot is kept as it was
+    again = (corpus.build / "annotations" / fresh / "annotations.jsonl").read_bytes()
+    assert again.count(b"\n") == intact.count(b"\n")         # every record back (they name their snapshot)
+
+    output = build(corpus)                                      # the build heals: same gold, same release
+    assert (corpus.build / "gold" / "benchmark.jsonl").read_bytes() == gold
+    assert (corpus.build / "release" / "v1" / "MANIFEST.json").read_bytes() == manifest, output

@@ -9,18 +9,25 @@ with real media and a real Label Studio is tests/test_corpus_build.py.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from pipeline.cli import main
-from pipeline.corpus.context import CorpusContext
+from pipeline.cli.corpus import print_corpus_report
+from pipeline.corpus.build import CorpusReport
+from pipeline.corpus.context import CorpusContext, StepOutcome
 from pipeline.corpus.release_step import freeze_step
 from pipeline.corpus.state import StepState, write_state
+from pipeline.errors import RescueError
 from pipeline.project import Project
+from pipeline.settings import SettingsOverrides
+from tests.conftest import tree_digest
 from tests.test_release import gold_sessions
 from tests.test_release_trust import write_gold
 
@@ -39,8 +46,8 @@ def corpus(project: Project) -> Project:
     return project
 
 
-def freeze(project: Project) -> tuple[Path | None, str]:
-    ctx = CorpusContext.load(project)
+def freeze(project: Project, overrides: SettingsOverrides = SettingsOverrides()) -> tuple[Path | None, str]:
+    ctx = CorpusContext.load(project, overrides)
     release = freeze_step(ctx)
     (outcome,) = ctx.outcomes
     return release, f"{outcome.status} - {outcome.message} {' '.join(outcome.notes)}"
@@ -55,7 +62,8 @@ def test_a_forced_freeze_of_other_gold_is_not_up_to_date(corpus: Project) -> Non
     assert release is not None and said.startswith("ran - release v1: 2 session(s)")
     assert freeze(corpus)[1].startswith("up to date - release v1: 2 session(s)")
     one = write_gold(corpus.root / "one.jsonl", gold_sessions()[:1])
-    forced = CliRunner().invoke(main, ["--root", str(corpus.root), "freeze", "--gold", str(one), "--force"])
+    forced = CliRunner().invoke(main, ["--root", str(corpus.root), "freeze", "--gold", str(one), "--force",
+                                       "--allow-shrink"])
     assert forced.exit_code == 0, forced.output
     assert sessions_in(release) == 1
 
@@ -83,3 +91,63 @@ def test_freeze_waits_while_no_session_has_gold(corpus: Project) -> None:
     release, said = freeze(corpus)
     assert release is None and said.startswith("waiting - no session has complete gold yet")
     assert not (corpus.build / "release").exists()
+
+
+# -- issue 19: a release never shrinks unless asked; identical gold keeps it; a waiting step says what it holds --
+def test_the_build_step_refuses_gold_with_fewer_sessions_and_leaves_the_release(corpus: Project) -> None:
+    release, _ = freeze(corpus)
+    assert release is not None
+    before = tree_digest(release)
+    write_gold(corpus.build / "gold" / "benchmark.jsonl", gold_sessions()[:1])   # a session lost its gold
+    lost = sorted({s.sample_id for s in gold_sessions()[1:]})
+    with pytest.raises(RescueError) as refused:
+        freeze(corpus)
+    said = refused.value.message
+    assert said.startswith("release v1 not replaced: the new one would hold less") and all(s in said for s in lost)
+    assert "instances RPP 5 -> 3 (-2)" in said and "the existing release is left as it is" in said
+    assert "`rescue freeze --allow-shrink`" in refused.value.fix and "pending sessions" in refused.value.fix
+    assert tree_digest(release) == before and not (corpus.build / "release" / "superseded").exists()
+
+    _, said = freeze(corpus, SettingsOverrides.of("build", {"allow_shrink": True}))   # `rescue freeze --allow-shrink`
+    assert said.startswith("ran - release v1: 1 session(s)") and sessions_in(release) == 1
+    assert f"allow_shrink: session(s) {', '.join(lost)} would leave the release" in said
+    (kept,) = (corpus.build / "release" / "superseded").iterdir()
+    assert tree_digest(kept) == before
+
+
+def test_identical_gold_under_a_new_snapshot_name_keeps_the_release(corpus: Project) -> None:
+    release, _ = freeze(corpus)
+    assert release is not None
+    before = tree_digest(release)
+    # rows re-cut and cut back: a new snapshot (and a new freeze fingerprint), byte-identical gold
+    write_state(corpus, StepState(step="pull", status="done", detail={"snapshot": "20261201T090000Z"}))
+    (corpus.build / "state" / "corpus" / "freeze.json").unlink()
+    _, said = freeze(corpus)
+    assert said.startswith("up to date - release v1: 2 session(s)"), said
+    assert tree_digest(release) == before and not (corpus.build / "release" / "superseded").exists()
+    manifest = json.loads((release / "MANIFEST.json").read_text())
+    assert manifest["provenance"]["annotation_snapshots"] == ["20261130T100000Z"]   # where that gold came from
+
+
+def test_a_waiting_freeze_says_what_the_existing_release_holds(corpus: Project) -> None:
+    release, _ = freeze(corpus)
+    assert release is not None
+    before = tree_digest(release)
+    (corpus.build / "gold" / "benchmark.jsonl").write_text("")
+    got, said = freeze(corpus)
+    names = ", ".join(sorted(s.sample_id for s in gold_sessions()))
+    assert got is None and said.startswith("waiting - no session has complete gold yet: release v1 not refreshed, "
+                                           "kept as it is -> build/release/v1/ (verifies): 2 session(s) "
+                                           f"({names}), instances ER "), said
+    assert "RPP 5" in said and tree_digest(release) == before
+    shown = io.StringIO()
+    print_corpus_report(Console(file=shown, width=400), CorpusReport(steps=tuple(ctx_outcomes(corpus))))
+    assert "not frozen yet" not in shown.getvalue()
+    assert "release: no session has complete gold yet: release v1 not refreshed, kept as it is -> " \
+           "build/release/v1/ (verifies): 2 session(s)" in shown.getvalue(), shown.getvalue()
+
+
+def ctx_outcomes(project: Project) -> list[StepOutcome]:
+    ctx = CorpusContext.load(project)
+    freeze_step(ctx)
+    return ctx.outcomes

@@ -1,7 +1,8 @@
-"""Nothing shrinks or sticks silently (issue 9, section 4): `--force` keeps the old release, `verify`
-covers the manifest's own fields, a sample whose relation labels sit in `relation_pattern` still gets
-RPP instances (and says which field supplied them), a sample without instances of a task is reported,
-and an empty gold file is a clear "nothing to freeze yet", not "fix the named rows"."""
+"""Nothing shrinks or sticks silently (issue 9, section 4; issue 19, part 3): `--force` keeps the old release,
+a smaller release is refused unless `--allow-shrink`, `verify` covers the manifest's own fields, a sample
+whose relation labels sit in `relation_pattern` still gets RPP instances (and says which field supplied
+them), a sample without instances of a task is reported, and an empty gold file is a clear "nothing to
+freeze yet", not "fix the named rows"."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pipeline.tasks.build import build_tasks
 from pipeline.tasks.gold_input import read_gold_file
 from pipeline.tasks.release import freeze_release
 from pipeline.tasks.settings import TaskSettings
+from pipeline.tasks.shrink import ReleaseWouldShrink
 from pipeline.tasks.verify import verify_release
 from tests.conftest import tree_digest
 from tests.tasks_rows import SAMPLE_ID, row, session, strategy
@@ -57,7 +59,8 @@ def test_force_moves_the_old_release_to_superseded(tmp_path: Path) -> None:
     out = tmp_path / "release" / "v1"
     freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
     before = tree_digest(out)
-    replaced = freeze_release(gold_sessions()[:1], TaskSettings(), PROVENANCE, out, schema=SCHEMA, overwrite=True)
+    replaced = freeze_release(gold_sessions()[:1], TaskSettings(), PROVENANCE, out, schema=SCHEMA, overwrite=True,
+                              allow_shrink=True)
     (kept,) = (tmp_path / "release" / "superseded").iterdir()
     assert kept.name.startswith("v1-") and replaced.superseded == str(kept)
     assert tree_digest(kept) == before and verify_release(kept).ok       # the old release, byte for byte
@@ -69,11 +72,45 @@ def test_cli_force_says_where_the_previous_release_went(tmp_path: Path) -> None:
     two = write_gold(tmp_path / "two.jsonl", gold_sessions())
     one = write_gold(tmp_path / "one.jsonl", gold_sessions()[:1])
     assert run(tmp_path, "freeze", "--gold", str(two)).exit_code == 0
-    forced = run(tmp_path, "freeze", "--gold", str(one), "--force")
+    forced = run(tmp_path, "freeze", "--gold", str(one), "--force", "--allow-shrink")
     assert forced.exit_code == 0, forced.output
     (kept,) = (tmp_path / "build/release/superseded").iterdir()
     assert f"the previous v1 was kept as build/release/superseded/{kept.name}/" in forced.output
     assert json.loads((kept / "MANIFEST.json").read_text())["gold"]["sessions"] == 2
+
+
+# -- a release never shrinks unless asked (issue 19, part 3) -------------------------------------------------
+def test_cli_freeze_refuses_a_smaller_release_and_says_what_would_be_lost(tmp_path: Path) -> None:
+    two = write_gold(tmp_path / "two.jsonl", gold_sessions())
+    one = write_gold(tmp_path / "one.jsonl", gold_sessions()[:1])
+    assert run(tmp_path, "freeze", "--gold", str(two)).exit_code == 0
+    release = tmp_path / "build/release/v1"
+    before = tree_digest(release)
+    lost = sorted({s.sample_id for s in gold_sessions()} - {s.sample_id for s in gold_sessions()[:1]})
+    refused = run(tmp_path, "freeze", "--gold", str(one), "--force")
+    assert refused.exit_code == 1 and "Traceback" not in refused.output, refused.output
+    said = " ".join(refused.output.split())
+    assert f"release v1 not replaced: the new one would hold less (session(s) {', '.join(lost)} would leave " \
+           "the release; instances RPP 5 -> 3 (-2)" in said, said
+    assert "--allow-shrink" in said and "the existing release is left as it is" in said
+    assert tree_digest(release) == before and not (tmp_path / "build/release/superseded").exists()
+    allowed = run(tmp_path, "freeze", "--gold", str(one), "--force", "--allow-shrink")
+    assert allowed.exit_code == 0, allowed.output
+    assert f"--allow-shrink: session(s) {', '.join(lost)} would leave the release" in " ".join(allowed.output.split())
+    (kept,) = (tmp_path / "build/release/superseded").iterdir()
+    assert tree_digest(kept) == before and json.loads((release / "MANIFEST.json").read_text())["gold"]["sessions"] == 1
+
+
+def test_a_release_with_fewer_instances_of_one_task_is_a_shrink_too(tmp_path: Path) -> None:
+    out = tmp_path / "release" / "v1"
+    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
+    before = tree_digest(out)
+    couple, family = gold_sessions()
+    fewer = family.model_copy(update={"rows": family.rows[:-1]})      # same sessions, one row less
+    with pytest.raises(ReleaseWouldShrink) as refused:
+        freeze_release([couple, fewer], TaskSettings(), PROVENANCE, out, schema=SCHEMA, overwrite=True)
+    assert not refused.value.shrink.lost_sessions and refused.value.shrink.fewer_instances
+    assert tree_digest(out) == before
 
 
 # -- verify covers MANIFEST.json's own fields ---------------------------------------------------------------

@@ -12,6 +12,7 @@ from pipeline.cli.executor import with_executor
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
 from pipeline.executors.base import Executor
+from pipeline.settings import SettingsOverrides
 
 jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
                            help="Sessions processed in parallel (separate processes).")
@@ -24,18 +25,22 @@ jobs_option = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1
               help="Run only this step (repeat) and what it needs that is not up to date; `rescue graph` lists them.")
 @click.option("--no-annotation", is_flag=True,
               help="Stop after the transcript rows: no Label Studio, agreement, gold or release.")
+@click.option("--allow-shrink", is_flag=True,
+              help="Let the freeze step replace the release with one holding fewer sessions or instances "
+                   "(refused otherwise, saying what would be lost); allow_shrink of [tool.rescue.build] for one run.")
 @click.pass_context
 @with_executor
 @writer
 def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, only: tuple[str, ...],
-          no_annotation: bool, executor: Executor) -> None:
+          no_annotation: bool, allow_shrink: bool, executor: Executor) -> None:
     """Run every step that is out of date, like make: per session (all, or the given SESSION_IDS) ingest,
     transcribe, diarize, rows; then for the corpus push, pull, agree, adjudicate, gold, freeze. A session that
     fails holds back only what depends on it: the corpus steps run for the sessions that are ready."""
     from pipeline.cli.printing import build_and_print
 
+    shrink = SettingsOverrides.of("build", {"allow_shrink": allow_shrink or None})
     report = build_and_print(project_of(ctx), console, err_console, session_ids=session_ids, only=only, jobs=jobs,
-                             annotate=not no_annotation, overrides=overrides_of(ctx), executor=executor)
+                             annotate=not no_annotation, overrides=overrides_of(ctx) | shrink, executor=executor)
     if report.failed_sessions:
         sys.exit(1)
 

@@ -33,8 +33,9 @@ def print_corpus_report(console: Console, report: CorpusReport) -> None:
     if report.release:
         console.print(f"release: {report.release}/ ({len(report.gold_sessions)} session(s); check it with "
                       f"`rescue verify {report.release}`)", highlight=False)
-    elif any(step.step == "freeze" for step in report.steps):
-        console.print("release: not frozen yet (no session has complete gold)", highlight=False)
+    elif freeze := next((step for step in report.steps if step.step == "freeze"), None):
+        # the freeze step's own words: what an existing release holds and why it was not refreshed
+        console.print(f"release: {freeze.message}", highlight=False)
     if report.pending:
         console.print(f"left out of the release, gold pending for {len(report.pending)} session(s):", highlight=False)
         for session_id, why in sorted(report.pending.items()):

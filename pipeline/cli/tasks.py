@@ -65,6 +65,9 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
 @click.option("--strict", is_flag=True, help="Refuse gold rows with labels outside the schema's label sets.")
 @click.option("--force", is_flag=True, help="Replace an existing release folder whose content differs (the old one "
                                            "moves to build/release/superseded/<version>-<UTC time>/).")
+@click.option("--allow-shrink", is_flag=True,
+              help="Replace the release even when the new one holds fewer sessions or instances (refused otherwise, "
+                   "saying what would be lost; the old one moves to build/release/superseded/).")
 @click.option("--snapshot", "snapshots", multiple=True, help="Annotation snapshot id the gold came from (repeat).")
 @click.option("--model", "models", multiple=True, help="ROLE:NAME:VERSION of a model used upstream (repeat).")
 @click.option("--license", "license_id", default=None,
@@ -78,8 +81,8 @@ def _print_warnings(warnings: Sequence[object], where: str, shown: int = 20) -> 
 @click.pass_context
 @writer
 def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out: Path | None,
-           settings_path: Path | None, strict: bool, force: bool, snapshots: tuple[str, ...], models: tuple[str, ...],
-           license_id: str | None, media: bool | None) -> None:
+           settings_path: Path | None, strict: bool, force: bool, allow_shrink: bool, snapshots: tuple[str, ...],
+           models: tuple[str, ...], license_id: str | None, media: bool | None) -> None:
     """Build the six task files (ER, VP, RPP, ITP, STP, SSP) and freeze a release with manifest and card."""
     from pipeline.settings import SettingsOverrides, load_settings
     from pipeline.tasks.coverage import describe_label_sources
@@ -89,17 +92,19 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out:
     if gold_path is None:
         _freeze_step(project, dict(version=version, out=out, settings=settings_path, strict=strict, force=force,
                                    snapshot=snapshots, model=models, license=license_id),
-                     SettingsOverrides.of("build", {"release_media": media}))
+                     SettingsOverrides.of("build", {"release_media": media, "allow_shrink": allow_shrink or None}))
         return
     release = ReleaseDefaults.of(load_settings(project.root), version, license_id)
     with console.status(f"reading {gold_path}"):
         given = read_gold_input(project, gold_path, settings_path, strict=strict)
     with console.status(f"building tasks from {len(given.sessions)} sessions"):
         summary = freeze_gold(project, given, release, snapshots=snapshots, models=[_model(m) for m in models],
-                              out=out, overwrite=force, media=bool(media))
+                              out=out, overwrite=force, media=bool(media), allow_shrink=allow_shrink)
     _print_warnings(given.warnings, "MANIFEST.json counts them")
     _print_warnings(summary.coverage_warnings, "MANIFEST.json coverage lists them")
     console.print(describe_label_sources(summary.label_sources), highlight=False)
+    if summary.shrunk:
+        console.print(f"--allow-shrink: {summary.shrunk.describe()}", highlight=False)
     if summary.superseded:
         console.print(f"the previous {summary.version} was kept as {project.rel_or_abs(Path(summary.superseded))}/",
                       highlight=False)

@@ -29,7 +29,8 @@ from pipeline.corpus.context import CorpusContext, StepOutcome
 from pipeline.corpus.gold_steps import adjudicate_out_of_date, adjudicate_step, agree_step, gold_step
 from pipeline.corpus.labelstudio_steps import ServerSession, database_stamp, open_server, quiet_server
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.server_steps import annotation_exports, apply_step, pull_step, push_out_of_date, push_step
+from pipeline.corpus.server_steps import (annotation_exports, apply_step, pull_step, push_out_of_date, push_step,
+                                          snapshot_damage)
 from pipeline.corpus.state import StepState, read_state, write_state
 from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
@@ -71,9 +72,19 @@ def server_changed(ctx: CorpusContext) -> str | None:
 # with the step): the `label-studio` resource is opened only when one of them is out of date.
 OUT_OF_DATE: dict[str, Callable[[CorpusContext], str | None]] = {
     "push": push_out_of_date,
-    "pull": lambda ctx: None if snapshot_files(ctx.project) else "no annotation snapshot yet",
+    "pull": lambda ctx: pull_out_of_date(ctx.project),
     "adjudicate": adjudicate_out_of_date,
 }
+
+
+def pull_out_of_date(project: Project) -> str | None:
+    """Why pull must export again: no snapshot yet, or the newest one is damaged (snapshots are immutable,
+    so only a new export heals it)."""
+    files = snapshot_files(project)
+    if not files:
+        return "no annotation snapshot yet"
+    damage = snapshot_damage(files[-1])
+    return f"the newest annotation snapshot is damaged ({damage})" if damage else None
 
 
 def server_needed(ctx: CorpusContext, steps: Collection[str] | None = None) -> str | None:

@@ -5,13 +5,19 @@ the sha256 that run recorded; an output that was damaged, cut or edited is rebui
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.labelstudio_steps import ServerSession
 from pipeline.corpus.state import damaged_outputs, file_sha, fingerprint, last_done
+from pipeline.store import read_jsonl
+
+if TYPE_CHECKING:
+    from pipeline.agreement.gold import QueueItem
 
 
 def _settings_json(ctx: CorpusContext) -> dict[str, object]:
@@ -78,7 +84,7 @@ def agree_step(ctx: CorpusContext) -> Path:
 
 def adjudicate_step(ctx: CorpusContext, server: ServerSession | None, *, apply_stored: bool = True) -> None:
     """The queue of what consensus cannot settle; with a server, its round trip through Label Studio."""
-    from pipeline.agreement.gold import run_adjudicate
+    from pipeline.agreement.gold import QueueItem, run_adjudicate
     from pipeline.corpus.server_steps import adjudication_round_trip
 
     snapshot = latest_annotations(ctx.project)
@@ -86,6 +92,8 @@ def adjudicate_step(ctx: CorpusContext, server: ServerSession | None, *, apply_s
     done = last_done(ctx.project, "adjudicate", fp)
     outputs = _outputs(ctx.project.build / "adjudication", "queue.jsonl", "summary.json")
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    queue_file = outputs[0]
+    items = None
     if done is None or damaged:
         _, items = run_adjudicate(ctx.project, ctx.agreement)
         count, fresh = len(items), True
@@ -94,14 +102,25 @@ def adjudicate_step(ctx: CorpusContext, server: ServerSession | None, *, apply_s
     changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0, apply_stored=apply_stored)
                       if server else (False, []))
     notes = _damage_note(damaged) + notes
-    if changed:  # new adjudicated answers settle part of the queue
+    where = ctx.project.rel_or_abs(queue_file)
+    message = f"{count} field(s) in the adjudication queue ({where})"
+    if changed:  # new adjudicated answers: what they settled, counted field by field (never a difference of totals)
+        before = queued_fields(items if items is not None else read_jsonl(queue_file, QueueItem))
         _, items = run_adjudicate(ctx.project, ctx.agreement)
-        notes.append(f"{count - len(items)} queued field(s) settled by the adjudicators' answers")
+        after = queued_fields(items)
         count = len(items)
+        message = (f"{len(before - after)} of {len(before)} queued field(s) settled by the adjudicators' answers; "
+                   f"{count} field(s) left in the adjudication queue ({where})")
+        if after - before:
+            notes.append(f"{len(after - before)} of them newly queued after the adjudicators' answers (an adjudicated "
+                         "speaker can make more fields apply to a row)")
     ctx.done("adjudicate", fp, queue=count, files=outputs)
-    where = ctx.project.rel_or_abs(ctx.project.build / "adjudication" / "queue.jsonl")
-    ctx.record("adjudicate", "ran" if fresh or changed else "up to date",
-               f"{count} field(s) in the adjudication queue ({where})", notes)
+    ctx.record("adjudicate", "ran" if fresh or changed else "up to date", message, notes)
+
+
+def queued_fields(items: Iterable[QueueItem]) -> set[tuple[str, str, str]]:
+    """(session, row, field) of every queue item: what 'settled' and 'newly queued' are counted on."""
+    return {(item.session_id, item.row_id, item.field) for item in items}
 
 
 def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:

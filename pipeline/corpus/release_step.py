@@ -6,8 +6,12 @@ e.g. after `rescue freeze --force` or an edit, or `rescue verify` finds it damag
 snapshot that yields the same gold does not touch it (its manifest keeps the snapshot that gold first
 came from, which gives the same gold). A release whose content changes is never overwritten: the
 previous folder moves to build/release/superseded/<version>-<UTC time>/. The new release is rendered
-into a staging folder first, so a failure leaves the old one in place. While the gold file holds no
-session, the step waits.
+into a staging folder first, so a failure leaves the old one in place. Gold that comes back byte-identical
+(rows re-cut and cut back) keeps the snapshot names of the release frozen from it, so the same release is
+kept, not superseded. A release is never replaced by one holding fewer sessions or instances unless
+`allow_shrink` (`rescue freeze --allow-shrink`): the step stops saying what would be lost
+(pipeline/tasks/shrink.py). While the gold file holds no session, the step waits and says what the
+existing release, if any, holds.
 
 With `release_media` on (the default), the gold rows' clips are packed under the release's media/ folder;
 flipping the setting, or a clip rewritten in the build (its size or modification time changes), makes the
@@ -19,6 +23,7 @@ the citation of `[tool.rescue.build]`: a new report, citation or public flag fre
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pipeline import layout
@@ -28,6 +33,7 @@ from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.state import file_sha, fingerprint, last_done, read_state
 from pipeline.store import read_jsonl
 from pipeline.tasks.release import ModelVersion
+from pipeline.tasks.shrink import BUILD_SHRINK_FIX, ReleaseWouldShrink, release_contents
 
 
 def _packages(packages: dict[str, str], *names: str) -> str:
@@ -71,6 +77,48 @@ def release_is_current(out: Path, done_detail: dict[str, object]) -> bool:
     return bool(recorded) and file_sha(out / "MANIFEST.json") == recorded and verify_release(out).ok
 
 
+def _snapshots(ctx: CorpusContext) -> list[str]:
+    """The annotation snapshot (and adjudication answers) the gold now comes from, for the manifest."""
+    pull = read_state(ctx.project, "pull")
+    snapshots = [str(pull.detail.get("snapshot")) if pull else latest_annotations(ctx.project).parent.name]
+    answers = adjudication_answers(ctx.project)
+    if answers is not None:
+        snapshots.append(f"adjudication answers {answers.parent.name}")
+    return snapshots
+
+
+def _same_gold_snapshots(out: Path, gold_sha: str) -> list[str]:
+    """The snapshots the existing release names when it was frozen from this very gold file (same sha256):
+    gold that came back byte-identical (rows re-cut and cut back, a new snapshot with the same answers)
+    gives the same release, which is then kept as it is instead of being re-frozen under a new snapshot name."""
+    manifest = _manifest(out)
+    provenance = manifest.get("provenance") if manifest else None
+    if not isinstance(provenance, dict) or provenance.get("gold_sha256") != gold_sha:
+        return []
+    found = provenance.get("annotation_snapshots")
+    return [str(s) for s in found] if isinstance(found, list) else []
+
+
+def _manifest(out: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((out / "MANIFEST.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _kept_release(ctx: CorpusContext, out: Path) -> str:
+    """Why nothing is frozen now, and what the existing release (if any) holds: it is left as it is."""
+    from pipeline.tasks.verify import verify_release
+
+    contents = release_contents(out) if out.is_dir() else None
+    if contents is None:
+        return f"release {out.name} not frozen"
+    intact = "verifies" if verify_release(out).ok else f"does NOT verify (`rescue verify {ctx.project.rel(out)}`)"
+    return (f"release {out.name} not refreshed, kept as it is -> {ctx.project.rel(out)}/ ({intact}): "
+            f"{contents.describe()}")
+
+
 def freeze_step(ctx: CorpusContext) -> Path | None:
     """Returns the release folder, or None while no session has complete gold. Freezes through the same
     `freeze_gold` as `rescue freeze --gold FILE`, with the same defaults (pipeline/tasks/freeze_gold.py)."""
@@ -89,7 +137,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     except NoGoldYet:
         pass
     if given is None or not given.sessions:
-        ctx.record("freeze", "waiting", f"no session has complete gold yet: release {version} not frozen")
+        ctx.record("freeze", "waiting", f"no session has complete gold yet: {_kept_release(ctx, out)}")
         return None
     sessions, warnings = given.sessions, given.warnings
     models = model_versions(ctx, {s.sample_id for s in sessions})
@@ -106,19 +154,21 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
         return out
-    pull = read_state(ctx.project, "pull")
-    snapshots = [str(pull.detail.get("snapshot")) if pull else latest_annotations(ctx.project).parent.name]
-    answers = adjudication_answers(ctx.project)
-    if answers is not None:
-        snapshots.append(f"adjudication answers {answers.parent.name}")
-    summary = freeze_gold(ctx.project, given, release, snapshots=snapshots, models=models, out=out, overwrite=True,
-                          media=clips if clips is not None else False, agreement=agreement)
+    snapshots = _same_gold_snapshots(out, file_sha(gold)) or _snapshots(ctx)
+    try:
+        summary = freeze_gold(ctx.project, given, release, snapshots=snapshots, models=models, out=out,
+                              overwrite=True, media=clips if clips is not None else False, agreement=agreement,
+                              allow_shrink=ctx.settings.build.allow_shrink)
+    except ReleaseWouldShrink as exc:  # the build's own fix: find what the gold lost, or allow it for one run
+        raise ReleaseWouldShrink(exc.shrink, BUILD_SHRINK_FIX) from exc
     notes = [str(w) for w in warnings[:10]]
     notes.append(describe_label_sources(summary.label_sources))
     notes.extend(summary.coverage_warnings[:10])
     if len(summary.coverage_warnings) > 10:
         notes.append(f"... and {len(summary.coverage_warnings) - 10} more sample(s) and task(s) without an "
                      f"instance (MANIFEST.json coverage)")
+    if summary.shrunk:
+        notes.append(f"allow_shrink: {summary.shrunk.describe()}")
     if summary.superseded:
         notes.append(f"the previous {version} was kept as {ctx.project.rel(Path(summary.superseded))}/")
     ctx.done("freeze", fp, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions],

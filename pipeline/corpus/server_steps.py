@@ -176,7 +176,8 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proje
     files = snapshot_files(ctx.project)
     previous = read_state(ctx.project, "pull")
     known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
-    if files:
+    damage = snapshot_damage(files[-1]) if files else None
+    if files and damage is None:
         latest = files[-1].parent
         latest_digest = known.get(latest.name) or snapshot_digest(latest)
         if (latest_digest == digest and _parsed_with(latest) == json.loads(json.dumps(inputs))
@@ -193,6 +194,8 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proje
     ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest}, reanchored=reanchored,
              unplaced=unplaced, reanchored_detail=[line for p in summary.projects for line in p.reanchored_detail])
     notes = []
+    if damage is not None:  # snapshots are immutable: the damaged one stays as it is, a newer one takes its place
+        notes.append(f"{damage}: left as it is, a new snapshot exported in its place")
     if reanchored or unplaced:
         notes.append(f"rows re-cut since annotation: {reanchored} annotation(s) re-anchored on the row they overlap "
                      f"most (IoU >= {MIN_IOU}), {unplaced} not placed (reasons in {summary.folder}/quarantine.jsonl; "
@@ -204,6 +207,18 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proje
     ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
                               f"record(s) in {summary.folder}/", notes)
     return summary.snapshot
+
+
+def snapshot_damage(annotations: Path) -> str | None:
+    """Why the snapshot file `annotations` is not what its pull wrote (cut or edited), or None when intact."""
+    from pipeline.agreement.inputs import check_snapshot
+    from pipeline.errors import RescueError
+
+    try:
+        check_snapshot(annotations)
+    except RescueError as exc:
+        return exc.message
+    return None
 
 
 def annotation_exports(server: ServerSession, ctx: CorpusContext) -> list[ProjectExport]:

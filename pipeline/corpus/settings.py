@@ -22,6 +22,10 @@ class BuildSettings(BaseModel):
     release_media: bool = Field(
         True, description="pack the row clips that ER, VP and SSP attach under the release's media/ folder "
                           "(the turn_video_audio input mode); false: a text-only release")
+    allow_shrink: bool = Field(
+        False, description="let the freeze step replace the release with one holding fewer sessions or instances "
+                           "(normally refused, saying what would be lost); `rescue freeze --allow-shrink` sets it "
+                           "for one run")
     sample_annotations: bool = Field(
         True, description="apply the stored annotation export of the built-in sample sessions when the server "
                           "holds no annotations for them")

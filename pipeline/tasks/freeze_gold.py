@@ -87,10 +87,11 @@ def gold_clips(project: Project, given: GoldInput) -> ClipIndex:
 def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *, snapshots: Sequence[str],
                 models: Sequence[ModelVersion | dict[str, str]], out: Path | None = None,
                 overwrite: bool, media: bool | ClipIndex = False,
-                agreement: AgreementSummary | None = None) -> ReleaseSummary:
+                agreement: AgreementSummary | None = None, allow_shrink: bool = False) -> ReleaseSummary:
     """`media`: False for a text-only release, True to pack the clips of this project's build, or the
     clips already indexed (the build step indexes them for its fingerprint). `agreement`: the figures of the
-    build's agreement report for the card (None: the card says they are not available)."""
+    build's agreement report for the card (None: the card says they are not available). `allow_shrink`: replace
+    a release that holds more sessions or instances (pipeline/tasks/shrink.py); refused otherwise."""
     clips = gold_clips(project, given) if media is True else (None if media is False else media)
     provenance = ReleaseProvenance(annotation_snapshots=tuple(snapshots),
                                    models=tuple(models),  # type: ignore[arg-type]  (dicts are validated)
@@ -99,4 +100,5 @@ def freeze_gold(project: Project, given: GoldInput, release: ReleaseDefaults, *,
     return freeze_release(list(given.sessions), given.task_settings, provenance,
                           out or layout.release_dir(project, release.version), schema=given.schema,
                           overwrite=overwrite, license=release.license, media=clips,
-                          card=CardSettings(citation=release.citation, public=release.public, agreement=agreement))
+                          card=CardSettings(citation=release.citation, public=release.public, agreement=agreement),
+                          allow_shrink=allow_shrink)

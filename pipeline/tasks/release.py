@@ -56,6 +56,7 @@ from pipeline.tasks.stats import (
     table3_csv,
     table3_markdown,
 )
+from pipeline.tasks.shrink import SHRINK_FIX, ReleaseWouldShrink, Shrink, release_contents, shrink_of
 from pipeline.tasks.supersede import install_release
 from pipeline.tasks.verify import verify_release
 
@@ -108,6 +109,8 @@ class ReleaseSummary(Record):
     coverage_warnings: tuple[str, ...] = Field((), description="one per sample and task without an instance")
     clips_linked: int = Field(0, description="media clips hard-linked from the build (no bytes copied)")
     clips_copied: int = Field(0, description="media clips copied (the file system could not link them)")
+    shrunk: Shrink | None = Field(None, description="what the replaced release held that this one lacks "
+                                                    "(only with allow_shrink)")
 
     @property
     def media_note(self) -> str:
@@ -282,7 +285,8 @@ def _holds(folder: Path, manifest: bytes) -> bool:
 def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSettings, provenance: ReleaseProvenance,
                    out_dir: Path, *, schema: AnnotationSchema | None = None, overwrite: bool = False,
                    license: str = DEFAULT_LICENSE, media: ClipIndex | None = None,
-                   link_clips: bool = True, card: CardSettings = CardSettings()) -> ReleaseSummary:
+                   link_clips: bool = True, card: CardSettings = CardSettings(),
+                   allow_shrink: bool = False) -> ReleaseSummary:
     """Build the six task files and the release folder `out_dir` (its name is the release version).
 
     Files are written into a temporary sibling folder, which takes the place of `out_dir` only when
@@ -292,6 +296,8 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     `card`: the citation, whether the release is public (then a citation and a specific licence are required)
     and the agreement figures, for the card and croissant.json.
     A different existing release is refused, or with `overwrite` moved to superseded/ (never deleted).
+    A release that would hold fewer sessions or instances than the existing one is refused
+    (`ReleaseWouldShrink`, saying what would be lost) unless `allow_shrink` (pipeline/tasks/shrink.py).
     """
     version = out_dir.name
     if not VERSION_PATTERN.match(version):
@@ -306,7 +312,7 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
     schema = schema or load_schema(schema_path(settings, DEFAULT_TASK_SETTINGS))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staged = out_dir.with_name(f".{version}{TMP_MARK}{uuid.uuid4().hex[:8]}")
-    unchanged, superseded = False, None
+    unchanged, superseded, shrunk = False, None, None
     try:
         staged.mkdir()
         manifest, build, warnings, count, (linked, copied) = write_release(
@@ -317,6 +323,8 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
             raise RescueError(f"release {out_dir} already exists with different content",
                               "freeze under a new version, or pass --force to replace it (the old one is kept "
                               "under superseded/)")
+        elif out_dir.exists() and (shrunk := _shrink(out_dir, gold_sessions, build)) and not allow_shrink:
+            raise ReleaseWouldShrink(shrunk, SHRINK_FIX)
         else:
             moved = install_release(staged, out_dir)
             superseded = str(moved) if moved else None
@@ -326,7 +334,15 @@ def freeze_release(gold_sessions: Sequence[BenchmarkSession], settings: TaskSett
                           instances={t: statistics_counts(build, t) for t in TASKS},
                           dropped=build.dropped, files=count, warnings=tuple(str(w) for w in warnings),
                           label_sources=label_sources(build), coverage_warnings=coverage_warnings(build, settings),
-                          clips_linked=linked, clips_copied=copied)
+                          clips_linked=linked, clips_copied=copied, shrunk=shrunk)
+
+
+def _shrink(out_dir: Path, gold_sessions: Sequence[BenchmarkSession], build: TaskBuild) -> Shrink | None:
+    """What the existing release `out_dir` holds that the new one would not."""
+    before = release_contents(out_dir)
+    if before is None:
+        return None
+    return shrink_of(before, [s.sample_id for s in gold_sessions], {t: len(build.instances[t]) for t in TASKS})
 
 
 def statistics_counts(build: TaskBuild, task: str) -> dict[str, int]:
