@@ -166,7 +166,8 @@ def test_a_task_carries_the_row_its_context_people_and_the_transcript_draft(sche
     assert task["meta"] == {"row_id": session.rows[1].row_id, "schema": "rescue-v1", "draft": {  # what it shows
         "model_version": "transcript", "values": {"primary_speaker": "Therapist", "target": ["Maya"],
                                                   "dialogue_cleaned": "line 2"},
-        "versions": dict.fromkeys(("primary_speaker", "target", "dialogue_cleaned"), "transcript"), "scores": {}}}
+        "versions": dict.fromkeys(("primary_speaker", "target", "dialogue_cleaned"), "transcript"), "scores": {},
+        "sources": {}}}  # transcript drafts are not gated (gated drafts say model | baseline | nothing per field)
     # the preceding rows as read-only lines with their real times (m:ss), not a Paragraphs list
     assert "context" not in data
     assert data["context_html"] == ("<p><b>#1</b> &nbsp;<span class=\"time\">0:00-0:01</span> &nbsp;<b>Maya:</b> "
