@@ -64,7 +64,8 @@ def test_card_has_the_sections_a_stranger_needs(public: Path) -> None:
         assert field in card, field
     assert '`{"id": "itp-...", "should_speak": "yes"}`' in card
     # the agreement report's field figures, and only field-level ones
-    assert "snapshot `20261201T090000Z`" in card and "3\nannotator(s)" in card
+    assert "snapshot named in MANIFEST.json" in card and "3\nannotator(s)" in card
+    assert "20261201T090000Z" not in card  # a new pull's name alone changes neither the card nor the release
     assert "| `utterance_type` | nominal | 12 | 0.810 [0.700, 0.900] | 87.5 % |" in card
     assert "| `dialogue_cleaned` | text | 12 | n/a | similarity 0.920 |" in card
     assert "consent" in card.lower() and "therapy" in card.lower()

@@ -28,7 +28,7 @@ def summarise(report: AgreementReport) -> AgreementSummary:
         else:
             continue
         entry["units"] = max(int(entry["units"]), figure.units)  # type: ignore[call-overload]
-    return AgreementSummary(snapshot=report.snapshot, annotators=len(report.annotators), sessions=report.sessions,
+    return AgreementSummary(annotators=len(report.annotators), sessions=report.sessions,
                             rows=report.rows, answers=report.answers, confidence=report.confidence,
                             bootstrap_samples=report.bootstrap_samples,
                             fields=tuple(FieldAgreement.model_validate(e) for e in by_measure.values()))

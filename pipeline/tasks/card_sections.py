@@ -61,7 +61,7 @@ def _agreement_figures(summary: AgreementSummary | None) -> str:
                 "that made the gold has them in its `build/agreement/` report.\n")
     rows = "\n".join(_agreement_row(item) for item in summary.fields) or "| (no field was annotated) | | | | |"
     level = f"{summary.confidence:.0%}"
-    snapshot = f"Agreement of the annotation snapshot `{summary.snapshot}` (the build's agreement report)"
+    snapshot = "Agreement of the annotation snapshot named in MANIFEST.json (the build's agreement report)"
     return f"""{snapshot}: {summary.annotators}
 annotator(s), {summary.sessions} session(s), {summary.rows} row(s), {summary.answers} answer(s). Per label field:
 Krippendorff's alpha with its {level} bootstrap interval ({summary.bootstrap_samples} resamples; alpha >= 0.8 is

@@ -69,7 +69,7 @@ def _annotation_analysis(card: CardSettings) -> str:
     if summary is None:
         return "Not available: the release was frozen without an agreement report (e.g. from a published gold file)."
     parts = [f"{f.field}: alpha {'n/a' if f.alpha is None else f'{f.alpha:.3f}'}" for f in summary.fields]
-    return (f"Krippendorff's alpha per label field, snapshot {summary.snapshot}, {summary.annotators} annotators, "
+    return (f"Krippendorff's alpha per label field, {summary.annotators} annotators, "
             f"{summary.rows} rows, {summary.answers} answers ({summary.confidence:.0%} bootstrap intervals on the "
             f"card): " + ("; ".join(parts) or "no field annotated"))
 

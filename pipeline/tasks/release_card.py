@@ -27,9 +27,10 @@ class FieldAgreement(Record):
 
 
 class AgreementSummary(Record):
-    """The agreement report's figures that a dataset card gives (build/agreement/report.json)."""
+    """The agreement report's figures that a dataset card gives (build/agreement/report.json). The snapshot's
+    name is not among them: every pull makes a new name, and the release names its snapshots in MANIFEST.json,
+    so the card (and the freeze's fingerprint) change only when a figure does."""
 
-    snapshot: str
     annotators: int
     sessions: int
     rows: int
