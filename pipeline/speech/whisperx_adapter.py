@@ -183,11 +183,34 @@ def _faster_whisper_words(loaded: LoadedAsr, segments: list[dict], batches: list
     return words
 
 
+@contextlib.contextmanager
+def sentence_splitting_without_wall_clock_limit():
+    """Lift NLTK's ReDoS timer while whisperx splits our own transcript into sentences.
+
+    NLTK 3.10 runs every regex under a 5-second *wall-clock* limit. whisperx.align splits the text with NLTK's
+    fixed Punkt pattern (a few milliseconds of work), so on a loaded machine a stall of the process alone trips
+    the limit and fails a whole session (seen in CI). The pattern is NLTK's own and the text is our ASR output,
+    so the limit guards nothing here; it is restored afterwards for everything else.
+    """
+    try:
+        from nltk import redos
+    except ImportError:  # NLTK before 3.10 has no timer
+        yield
+        return
+    saved = redos.DEFAULT_TIMEOUT
+    redos.DEFAULT_TIMEOUT = None
+    try:
+        yield
+    finally:
+        redos.DEFAULT_TIMEOUT = saved
+
+
 def _whisperx_words(loaded: LoadedAsr, segments: list[dict], audio: np.ndarray) -> list[list[Word]]:
     import whisperx
 
     model, meta = loaded.align or (None, {})
-    aligned = whisperx.align(segments, model, meta, audio, loaded.settings.device)["segments"]
+    with sentence_splitting_without_wall_clock_limit():
+        aligned = whisperx.align(segments, model, meta, audio, loaded.settings.device)["segments"]
     # whisperx.align may split segments; regroup its words by the chunk they fall in.
     words: list[list[Word]] = [[] for _ in segments]
     for seg in aligned:
