@@ -66,6 +66,14 @@ RUN_PREDICTIONS = "predictions.jsonl"  # what `rescue evaluate` scores: one pars
 RUN_UNANSWERED = "unanswered.jsonl"  # one {"id", "reason"} per instance without a usable answer
 RUN_RECORD = "run.json"  # model, endpoint host, mode, prompt version, release id and hash, counts, tokens
 RUN_SCORES = "scores.json"  # written by `rescue evaluate` when it scores a run folder; read by the leaderboard
+# The run's log (`rescue show-run`): per request the payload as sent and the raw answer, per instance its span of
+# the prompt, what the model gave for it, the prediction or the reason there is none; written as the run goes to
+# the `.partial` names (a killed run keeps them), then in order to the final names before run.json.
+RUN_REQUESTS = "requests.jsonl"
+RUN_SAMPLES = "samples.jsonl"
+RUN_REQUESTS_PARTIAL = "requests.partial.jsonl"
+RUN_SAMPLES_PARTIAL = "samples.partial.jsonl"
+RUN_SAMPLE_SCORES = "sample_scores.jsonl"  # per instance: the answer the scorer used, the gold and its scores
 
 
 def runs_dir(project: Project) -> Path:

@@ -25,7 +25,8 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.errors import RescueError
-from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWERED, run_dir
+from pipeline.layout import (RUN_PREDICTIONS, RUN_RECORD, RUN_REQUESTS, RUN_REQUESTS_PARTIAL, RUN_SAMPLE_SCORES,
+                             RUN_SAMPLES, RUN_SAMPLES_PARTIAL, RUN_SCORES, RUN_UNANSWERED, run_dir)
 from pipeline.llm.cache import AREA as CACHE_AREA
 from pipeline.llm.client import ChatAnswer, ChatClient, ChatRunStats
 from pipeline.llm.request import ChatRequest
@@ -35,6 +36,7 @@ from pipeline.runmodel.answers import read_all
 from pipeline.runmodel.audit import gate, paper_warning
 from pipeline.runmodel.batches import Batch, batch_request, make_batches
 from pipeline.runmodel.prompts import PROMPT_VERSION, system_prompt
+from pipeline.runmodel.run_log import RunLog
 from pipeline.runmodel.settings import PAPER, SECTION, RunModelSettings
 from pipeline.schema import AnnotationSchema
 from pipeline.store import sha256_json, write_text_atomic
@@ -100,7 +102,11 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
         return batch_request(task, mode, batch, systems[batch.scenario], release, settings)
 
     gated, audit = gate(task, mode, batches, build, client.payload, settings.batching)  # as the client sends it
-    outcomes, stats = client.complete_all(gated.requests)
+    log = RunLog(folder, task, mode, taking, gated.batches, gated.requests, client.payload, client.digest)
+    try:
+        outcomes, stats = client.complete_all(gated.requests, on_outcome=log.answered)
+    finally:
+        log.close_partial()  # a run stopped by an error keeps the partial log of what it did
     result = read_all(task, gated.batches, outcomes)
     result.unanswered += gated.refused
 
@@ -130,7 +136,8 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
         "code_version": __version__,
         "finished_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    _write_run(folder, result.predictions, result.unanswered, record)
+    _write_run(folder, result.predictions, result.unanswered, record,
+               write_log=lambda: log.finish(outcomes, gated.refused))
     return RunResult(folder, record, stats)
 
 
@@ -138,7 +145,8 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
 
 
-RUN_FILES = {RUN_PREDICTIONS, RUN_UNANSWERED, RUN_RECORD, RUN_SCORES}
+RUN_FILES = {RUN_PREDICTIONS, RUN_UNANSWERED, RUN_RECORD, RUN_SCORES, RUN_SAMPLE_SCORES, RUN_REQUESTS, RUN_SAMPLES,
+             RUN_REQUESTS_PARTIAL, RUN_SAMPLES_PARTIAL}
 
 
 def _check_folder(folder: Path, run_id: str) -> None:
@@ -168,13 +176,15 @@ def _text_of(path: Path) -> str | None:
 
 
 def _write_run(folder: Path, predictions: list[dict[str, Any]], unanswered: list[dict[str, str]],
-               record: dict[str, Any]) -> None:
+               record: dict[str, Any], write_log: Callable[[], None] = lambda: None) -> None:
     _check_folder(folder, record["run_id"])
     folder.mkdir(parents=True, exist_ok=True)
     (folder / RUN_RECORD).unlink(missing_ok=True)  # unfinished until run.json is back
     answers, missing = _jsonl(predictions), _jsonl(unanswered)
     if (_text_of(folder / RUN_PREDICTIONS), _text_of(folder / RUN_UNANSWERED)) != (answers, missing):
         (folder / RUN_SCORES).unlink(missing_ok=True)  # scored the earlier answers: `rescue evaluate --run` again
+        (folder / RUN_SAMPLE_SCORES).unlink(missing_ok=True)
     write_text_atomic(folder / RUN_PREDICTIONS, answers)
     write_text_atomic(folder / RUN_UNANSWERED, missing)
+    write_log()  # requests.jsonl and samples.jsonl, in order
     write_text_atomic(folder / RUN_RECORD, json.dumps(record, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import RescueError
+from pipeline.tasks.instance_scores import instance_scores
 from pipeline.tasks.instances import TASKS
 from pipeline.tasks.judge import JudgeOptions, JudgeResult, judge_instances
 from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, mean, rank_metrics
@@ -166,13 +167,15 @@ def _text_scorer(judge: JudgeOptions | None, text_similarity: bool) -> str:
 
 def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bool = True,
              judge: JudgeOptions | None = None, mode: str | None = None,
-             unanswered: list[dict[str, Any]] | None = None, limit: int | None = None) -> dict[str, Any]:
+             unanswered: list[dict[str, Any]] | None = None, limit: int | None = None,
+             per_instance: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Scores per scenario and overall, plus a precise account of every problem in the predictions.
 
     `mode`: the input mode of a model run; in the video mode only instances that take part in it are scored.
     `limit`: a run made with `--limit N` answered the task file's first N instances: only those are scored.
     `unanswered`: {"id", "reason"} of instances a run got no usable answer for (they count as missing;
-    the predictions file may then be empty). `judge`: grade ER/VP text with an LLM judge."""
+    the predictions file may then be empty). `judge`: grade ER/VP text with an LLM judge. `per_instance`: a list
+    to fill with each scored instance's answer, gold and scores (pipeline/tasks/instance_scores.py)."""
     inputs_list, gold_list = load_task_files(release, task)
     inputs = {r["id"]: r for r in inputs_list}
     gold = {r["id"]: r for r in gold_list}
@@ -194,6 +197,8 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
         chosen = [i for i in ids if gold[i]["scenario"] == scenario]
         if chosen:
             scopes[scenario] = _score(task, chosen, check.usable, gold, inputs, similarity, judged)
+    if per_instance is not None:
+        per_instance += instance_scores(task, ids, check.usable, gold, similarity, judged)
     report: dict[str, Any] = {"task": task, "release": str(release), "predictions": str(predictions),
                               "scores": scopes, "problems": check.summary(),
                               "scoring": "missing, repeated and unusable predictions count as wrong"}
