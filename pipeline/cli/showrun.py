@@ -118,17 +118,19 @@ def _print_full(shown: list[Any]) -> None:
         request = view.request
         if view.system and view.system not in printed:
             printed.add(view.system)
-            console.print(Panel(Text(view.system), title="system message", title_align="left"))
+            console.print(Panel(Text(view.system), title="system message", title_align="left"), soft_wrap=False)
         title = f"{view.sample.id}  ({view.outcome})"
         if request is None:
-            console.print(Panel(Text(f"never sent: {view.sample.reason}"), title=title, title_align="left"))
+            console.print(Panel(Text(f"never sent: {view.sample.reason}"), title=title, title_align="left"),
+                          soft_wrap=False)
             continue
         mates = [i for i in request.ids if i != view.sample.id]
         parts = [f"request {request.request}: {len(request.ids)} instance(s)"
                  + (f", batch-mates {', '.join(mates)}" if mates else "")
-                 + ("; from the cache" if request.cached else "" if request.sent else f"; not sent: {request.not_sent}")]
+                 + ("; from the cache" if request.cached else "" if request.sent
+                    else f"; not sent: {request.not_sent}")]
         parts += [f"media: {url}" for url in view.media]
-        parts += ["", "its target, as sent:", _pretty(view.target), "",
+        parts += ["", "user message: " + view.user.split("\n\n", 1)[0], "its target, as sent:", _pretty(view.target), "",
                   "raw answer of the request" + (f" (finish: {request.finish_reason})" if request.finish_reason
                                                  else "") + ":",
                   request.content or request.refusal or request.problem or request.not_sent or "(empty)"]
@@ -139,4 +141,4 @@ def _print_full(shown: list[Any]) -> None:
         if view.scored is not None:
             parts += [f"gold: {_cell(view.scored.get('gold'))}", f"scores: {_cell(view.scored.get('scores'))}"]
         console.print(Panel(Text("\n".join(parts)), title=title, title_align="left",
-                            border_style=COLOURS[view.outcome].replace("default", "dim")))
+                            border_style=COLOURS[view.outcome].replace("default", "dim")), soft_wrap=False)

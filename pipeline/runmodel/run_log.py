@@ -128,8 +128,10 @@ class RunLog:
                 return  # only answers go to the partial log: a run that got none leaves no folder
             if self._partial is None:
                 self.folder.mkdir(parents=True, exist_ok=True)
-                self._partial = (open(self.folder / RUN_REQUESTS_PARTIAL, "w", encoding="utf-8"),  # noqa: SIM115
-                                 open(self.folder / RUN_SAMPLES_PARTIAL, "w", encoding="utf-8"))
+                # open for the whole run (closed by close_partial), so each answer is one write and a flush
+                requests_file = open(self.folder / RUN_REQUESTS_PARTIAL, "w", encoding="utf-8")  # noqa: SIM115
+                samples_file = open(self.folder / RUN_SAMPLES_PARTIAL, "w", encoding="utf-8")  # noqa: SIM115
+                self._partial = (requests_file, samples_file)
             requests_file, samples_file = self._partial
             requests_file.write(_jsonl([logged]))
             samples_file.write(_jsonl(samples))

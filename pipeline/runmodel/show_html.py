@@ -32,6 +32,11 @@ def _e(value: Any) -> str:
     return html.escape(compact(value))
 
 
+def _without_reason(parsed: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The table shows the answer; the model's free-text `reason` is in the instance's block."""
+    return None if parsed is None else {k: v for k, v in parsed.items() if k != "reason"}
+
+
 def _pre(text: str) -> str:
     return f"<pre>{html.escape(text)}</pre>"
 
@@ -60,9 +65,9 @@ def _meta(run: LoadedRun) -> list[tuple[str, str]]:
 
 def _instance(view: InstanceView, systems: dict[str, int]) -> str:
     sample, request = view.sample, view.request
-    parts = [f'<details id="i-{html.escape(sample.id)}"><summary><span class="{view.outcome}">{view.outcome}</span> '
-             f"{html.escape(sample.id)} (sample {html.escape(sample.sample_id)}, {html.escape(sample.scenario)})"
-             "</summary>"]
+    summary = (f'<span class="{view.outcome}">{view.outcome}</span> {html.escape(sample.id)} '
+               f"(sample {html.escape(sample.sample_id)}, {html.escape(sample.scenario)})")
+    parts = [f'<details id="i-{html.escape(sample.id)}"><summary>{summary}</summary>']
     if request is None:
         parts.append("<p>Never sent.</p>")
     else:
@@ -99,7 +104,7 @@ def to_html(run: LoadedRun, views: Sequence[InstanceView], *, shown_of: int) -> 
     rows = "".join(
         f'<tr><td><a href="#i-{html.escape(v.sample.id)}">{html.escape(v.sample.id)}</a></td>'
         f"<td>{html.escape(v.sample.sample_id)}</td><td class=\"{v.outcome}\">{v.outcome}</td>"
-        f"<td>{_e(v.sample.parsed) or html.escape(v.sample.reason)}</td>"
+        f"<td>{_e(_without_reason(v.sample.parsed)) or html.escape(v.sample.reason)}</td>"
         f"<td>{_e(v.scored.get('gold')) if v.scored else ''}</td>"
         f"<td>{_e(v.scored.get('scores')) if v.scored else ''}</td></tr>" for v in views)
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in run.notes)
@@ -109,8 +114,8 @@ def to_html(run: LoadedRun, views: Sequence[InstanceView], *, shown_of: int) -> 
         f'<div class="scroll"><table class="meta">{head}</table></div>',
         f'<ul class="notes">{notes}</ul>' if notes else "",
         f"<h2>Instances ({len(views)} shown of {shown_of})</h2>",
-        '<div class="scroll"><table class="instances"><thead><tr><th>id</th><th>sample</th><th>outcome</th>'
-        f"<th>answer (or why none)</th><th>gold</th><th>scores</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        ('<div class="scroll"><table class="instances"><thead><tr><th>id</th><th>sample</th><th>outcome</th>'
+         f"<th>answer (or why none)</th><th>gold</th><th>scores</th></tr></thead><tbody>{rows}</tbody></table></div>"),
         "<h2>Per instance</h2>", *(_instance(view, systems) for view in views),
         "<h2>System messages</h2>",
         *(f'<details id="system-{n}"><summary>#{n}</summary>{_pre(text)}</details>' for text, n in systems.items()),

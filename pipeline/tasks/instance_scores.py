@@ -28,7 +28,8 @@ def _scores(task: str, answer: dict[str, Any] | None, gold: dict[str, Any]) -> t
     if task == "er":
         predicted = answer.get("intensity")
         exact = predicted == gold["intensity"]
-        return {"intensity_score": intensity_score(predicted, gold["intensity"]), "intensity_exact": float(exact)}, exact
+        scores = {"intensity_score": intensity_score(predicted, gold["intensity"]), "intensity_exact": float(exact)}
+        return scores, exact
     wanted = {(v["source"], v["target"]) for v in gold["viewpoints"]}
     found = {(v["source"], v["target"]) for v in answer.get("viewpoints", [])}
     recall = len(wanted & found) / len(wanted)
