@@ -2,9 +2,9 @@
 
 The folder holds predictions.jsonl, unanswered.jsonl ({"id", "reason"} per instance without a usable
 answer) and run.json (task, mode, model, release {version, manifest_sha256, path}, ...). `score_run`
-scores it against the release it was run on and writes scores.json atomically next to them: scores.json
-is derived, so re-scoring replaces it and nothing else in the folder is touched. run.json keys other than
-the task are optional here: what is missing is reported, not guessed.
+scores it against the release it was run on and writes scores.json and sample_scores.jsonl (per instance)
+atomically next to them: both are derived, so re-scoring replaces them and nothing else in the folder is
+touched. run.json keys other than the task are optional here: what is missing is reported, not guessed.
 """
 
 from __future__ import annotations
