@@ -247,3 +247,32 @@ def test_a_run_without_a_log_says_how_to_get_one(release: Path, tmp_path: Path) 
     unknown = runner.invoke(main, ["--root", str(tmp_path), "show-run", "nothing-like-it"])
     assert unknown.exit_code == 1 and old.name in " ".join(unknown.output.split())
     assert not (old / RUN_SCORES).exists()
+
+
+def test_refused_and_unsent_instances_are_logged_with_their_reasons(release: Path, tmp_path: Path) -> None:  # noqa: F811
+    from tests.test_run_model_leaks import self_leaking_release
+
+    broken = tmp_path / "v1"
+    refused = self_leaking_release(release, broken)
+    truth = gold(release, "itp")
+
+    def respond(received: Received) -> Reply:
+        document = asked(received.body)
+        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
+            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
+
+    with ChatServer(respond, api_key=KEY) as server:  # the budget is spent by the first answer
+        result = run_model(Project(tmp_path), broken, "itp", "dialogue", settings(
+            server, concurrency=1, max_total_tokens=1), SCHEMA, environ=ENV)
+    samples = {s["id"]: s for s in lines(result.folder / RUN_SAMPLES)}
+    requests = lines(result.folder / RUN_REQUESTS)
+    assert list(samples) == [r["id"] for r in records(broken, "itp")]  # every instance, the release's order
+    assert samples[refused]["request"] is None and samples[refused]["reason"].startswith("leak_refused")
+    unsent = [r for r in requests if not r["sent"]]
+    assert len(unsent) == len(requests) - 1 and all(r["not_sent"].startswith("budget reached") and not r["content"]
+                                                    for r in unsent)
+    assert all(samples[i]["reason"].startswith("not_sent: budget reached") for r in unsent for i in r["ids"])
+    assert {u["id"]: u["reason"] for u in lines(result.folder / RUN_UNANSWERED)} == {
+        i: s["reason"] for i, s in samples.items() if s["parsed"] is None}
+    shown = CliRunner().invoke(main, ["--root", str(tmp_path), "show-run", str(result.folder), "--id", refused])
+    assert shown.exit_code == 0 and "never sent: leak_refused" in " ".join(shown.output.split())
