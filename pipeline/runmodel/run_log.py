@@ -20,7 +20,7 @@ from pipeline.layout import RUN_REQUESTS, RUN_REQUESTS_PARTIAL, RUN_SAMPLES, RUN
 from pipeline.llm.client import ChatAnswer, Outcome
 from pipeline.llm.request import ChatRequest
 from pipeline.runmodel.answers import read_batch
-from pipeline.runmodel.batches import Batch, target_record
+from pipeline.runmodel.batches import Batch
 from pipeline.runmodel.log_records import RequestLog, SampleLog, user_text
 from pipeline.runmodel.prompts import ID_KEYS
 from pipeline.store import write_text_atomic
@@ -68,16 +68,21 @@ def _answer_items(task: str, outcome: Outcome) -> dict[str, list[Any]]:
     return given
 
 
-def _spans(task: str, mode: str, batch: Batch, text: str) -> dict[str, tuple[int, int]]:
-    """Where each instance's target JSON sits in the user text (the text is built from these very dumps)."""
-    spans, cursor = {}, 0
-    for record in batch.records:
-        shown = json.dumps(target_record(task, record, mode), ensure_ascii=False)
-        start = text.find(shown, cursor)
-        if start >= 0:
-            spans[record["id"]] = (start, start + len(shown))
-            cursor = start + len(shown)
-    return spans
+def _spans(task: str, batch: Batch, text: str) -> dict[str, tuple[int, int]]:
+    """Where each instance's target JSON sits in the user text. The text ends with the targets list, dumped with
+    json's default separators, each target opening with its id key (pipeline/runmodel/batches.py): a target runs
+    from its own opening to the next one's (less the ", " between them), the last to the closing "]}". Found by
+    search, not by dumping the targets again (their context rows are most of a prompt)."""
+    starts = []
+    cursor = 0
+    for pid in batch.ids:
+        start = text.find(f'{{"{ID_KEYS[task]}": {json.dumps(pid, ensure_ascii=False)}', cursor)
+        if start < 0:
+            return {}
+        starts.append(start)
+        cursor = start + 1
+    ends = [following - 2 for following in starts[1:]] + [len(text.rstrip()) - 2]
+    return {pid: (start, end) for pid, start, end in zip(batch.ids, starts, ends) if text[end - 1:end] == "}"}
 
 
 def _jsonl(models: Sequence[RequestLog | SampleLog]) -> str:
@@ -114,7 +119,7 @@ class RunLog:
         read = read_batch(self.task, batch, outcome)
         parsed = {p["id"]: {k: v for k, v in p.items() if k != "id"} for p in read.predictions}
         reasons = {u["id"]: u["reason"] for u in read.unanswered}
-        spans, given = _spans(self.task, self.mode, batch, user_text(payload)), _answer_items(self.task, outcome)
+        spans, given = _spans(self.task, batch, user_text(payload)), _answer_items(self.task, outcome)
         samples = [SampleLog(n=self._order[pid], id=pid, sample_id=batch.sample_id, scenario=batch.scenario,
                              request=index, prompt_span=spans.get(pid), answer_items=given.get(pid, []),
                              parsed=parsed.get(pid), reason=reasons.get(pid, "")) for pid in batch.ids]
