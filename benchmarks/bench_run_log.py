@@ -7,8 +7,9 @@ under build/bench-run-model/, shared with bench_run_model.py). Per task, in the 
 leak-free batches of 5, every request is built and audited as `rescue run-model` sends it; each gets a made-up
 answer that answers every target validly (no model is called: the log's cost does not depend on who answers).
 Then, as a run does, `RunLog.answered` logs each answer (reading it, the prompt spans, one append and flush to
-the partial files) and `RunLog.finish` writes requests.jsonl and samples.jsonl whole. Figures: the files' sizes,
-CPU time of `answered` per request and of `finish` per run, fastest of `--repeats`. Writes
+the partial files) and `RunLog.finish` writes requests.jsonl and samples.jsonl whole; then the log is read back
+and rendered as `rescue show-run --html` renders it. Figures: the files' sizes, CPU time of `answered` per request
+and of `finish` per run, the page's size and wall time (read and render), fastest of `--repeats`. Writes
 benchmarks/results/bench_run_log.json and the table between the markers in docs/run-model.md.
 """
 
@@ -63,6 +64,8 @@ def one_task(release: Path, task: str, repeats: int) -> dict[str, Any]:
     from pipeline.runmodel.run import task_records
     from pipeline.runmodel.run_log import RunLog
     from pipeline.runmodel.settings import RunModelSettings
+    from pipeline.runmodel.show import load_run
+    from pipeline.runmodel.show_html import to_html
     from pipeline.schema import load_schema
 
     schema = load_schema(ROOT / "annotation_schemas" / "rescue-v1.yaml")
@@ -96,21 +99,28 @@ def one_task(release: Path, task: str, repeats: int) -> dict[str, Any]:
             finish = time.process_time() - cpu
             sizes = {name: (Path(scratch) / "run" / name).stat().st_size for name in ("requests.jsonl",
                                                                                      "samples.jsonl")}
+            began = time.perf_counter()
+            loaded = load_run(Path(scratch) / "run")
+            page = to_html(loaded, loaded.views, shown_of=len(loaded.views))
+            html_s, sizes["html"] = time.perf_counter() - began, len(page.encode("utf-8"))
         best = {"answered": min(answered, best.get("answered", answered)),
-                "finish": min(finish, best.get("finish", finish))}
+                "finish": min(finish, best.get("finish", finish)), "html": min(html_s, best.get("html", html_s))}
     requests = len(gated.requests)
     return {"task": task, "instances": len(records), "requests": requests,
             "requests_mib": sizes["requests.jsonl"] / 2**20, "samples_mib": sizes["samples.jsonl"] / 2**20,
-            "answered_ms_per_request": 1000 * best["answered"] / requests, "finish_s": best["finish"]}
+            "answered_ms_per_request": 1000 * best["answered"] / requests, "finish_s": best["finish"],
+            "html_mib": sizes["html"] / 2**20, "html_s": best["html"]}
 
 
 def markdown(result: dict) -> str:
     lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}: the full-size synthetic release, mode "
              f"{MODE}, leak-free batches of {BATCH}, every instance answered; CPU time, fastest of {result['repeats']}.",
              "", "| task | instances | requests | requests.jsonl | samples.jsonl | CPU per request (logged as it "
-             "arrives) | CPU to write the log at the end |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "arrives) | CPU to write the log at the end | `show-run --html` of every instance: size, wall time |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['task'].upper()} | {r['instances']:,} | {r['requests']:,} | {r['requests_mib']:.1f} MiB | "
-              f"{r['samples_mib']:.1f} MiB | {r['answered_ms_per_request']:.2f} ms | {r['finish_s']:.2f} s |"
+              f"{r['samples_mib']:.1f} MiB | {r['answered_ms_per_request']:.2f} ms | {r['finish_s']:.2f} s | "
+              f"{r['html_mib']:.1f} MiB, {r['html_s']:.1f} s |"
               for r in result["runs"]]
     return "\n".join(lines)
 
