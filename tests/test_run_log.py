@@ -276,3 +276,25 @@ def test_refused_and_unsent_instances_are_logged_with_their_reasons(release: Pat
         i: s["reason"] for i, s in samples.items() if s["parsed"] is None}
     shown = CliRunner().invoke(main, ["--root", str(tmp_path), "show-run", str(result.folder), "--id", refused])
     assert shown.exit_code == 0 and "never sent: leak_refused" in " ".join(shown.output.split())
+
+
+def test_run_model_names_the_show_run_command_that_reads_it(release: Path, tmp_path: Path,  # noqa: F811
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import shutil
+
+    from tests.test_run_model import KEY_ENV, itp_truthful
+
+    root = tmp_path / "project"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "annotation_schemas", root / "annotation_schemas")
+    monkeypatch.setenv(KEY_ENV, KEY)
+    runner = CliRunner()
+    with ChatServer(itp_truthful(gold(release, "itp")), api_key=KEY) as server:
+        ran = runner.invoke(main, ["--root", str(root), "run-model", "--task", "itp", "--mode", "dialogue",
+                                   "--release", str(release), "--model", "stand-in", "--base-url", server.base_url,
+                                   "--api-key-env", KEY_ENV, "--limit", "3"])
+    assert ran.exit_code == 0, ran.output
+    found = re.search(r"per instance \(prompt, raw answer, parsed, score\): (rescue .*)", " ".join(ran.output.split()))
+    assert found, ran.output
+    shown = runner.invoke(main, found.group(1).split()[1:])
+    assert shown.exit_code == 0 and "3 instance(s): 3 answered" in shown.output
