@@ -298,3 +298,30 @@ def test_run_model_names_the_show_run_command_that_reads_it(release: Path, tmp_p
     assert found, ran.output
     shown = runner.invoke(main, found.group(1).split()[1:])
     assert shown.exit_code == 0 and "3 instance(s): 3 answered" in shown.output
+
+
+def test_a_ranking_runs_logged_answers_are_the_ones_scored(release: Path, tmp_path: Path) -> None:  # noqa: F811
+    truth, instances = gold(release, "ssp"), records(release, "ssp")
+    place = {r["id"]: n % 4 for n, r in enumerate(instances)}  # the gold ranked 1st, 2nd, 3rd, or not at all
+
+    def respond(received: Received) -> Reply:
+        document = asked(received.body)
+        out = []
+        for target in document["targets"]:
+            pid, labels = target["turn_id"], target["candidate_strategy_labels"]
+            others = [label for label in labels if label != truth[pid]["strategy_label"]][:3]
+            ranking = others[:place[pid]] + [truth[pid]["strategy_label"]] if place[pid] < 3 else others
+            out.append({"turn_id": pid, "strategy_top3": ranking[:3]})
+        return answer(document["sample_id"], out)
+
+    with ChatServer(respond, api_key=KEY) as server:
+        result = run_model(Project(tmp_path), release, "ssp", "dialogue", settings(server), SCHEMA, environ=ENV)
+    scores = score_run(read_run(result.folder), release, text_similarity=False)
+    samples = {s["id"]: s for s in lines(result.folder / RUN_SAMPLES)}
+    scored = {s["id"]: s for s in lines(result.folder / RUN_SAMPLE_SCORES)}
+    for pid, sample in samples.items():
+        assert scored[pid]["answer"] == {"ranking": sample["parsed"]["strategy_top3"]}  # what the scorer read
+        rank = place[pid] + 1 if place[pid] < 3 else 0
+        assert scored[pid]["scores"]["gold_rank"] == rank and scored[pid]["correct"] == (rank == 1)
+    expected = sum(1 / (place[i] + 1) for i in samples if place[i] < 3) / len(samples)
+    assert scores["scores"]["overall"]["mrr"] == pytest.approx(expected, abs=1e-4)

@@ -63,8 +63,10 @@ class InstanceView:
         if self.request is None:
             return []
         content = self.request.payload["messages"][-1]["content"]
-        return [str(item[item["type"]].get("url")) for item in content if isinstance(content, list)
-                and item.get("type") in ("video_url", "image_url")] if isinstance(content, list) else []
+        if not isinstance(content, list):
+            return []
+        media = [item for item in content if item.get("type") in ("video_url", "image_url")]
+        return [str(item[item["type"]].get("url")) for item in media]
 
 
 @dataclass
@@ -128,6 +130,22 @@ def _json(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _sample_scores(path: Path) -> dict[str, dict[str, Any]]:
+    """sample_scores.jsonl by id ({} when the run was scored before it existed)."""
+    scored: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return scored
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            item = json.loads(line) if line.strip() else None
+        except ValueError as exc:
+            raise RescueError(f"{path} line {number} is not JSON ({exc})",
+                              f"score the run again: rescue evaluate --run {path.parent}") from exc
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            scored[item["id"]] = item
+    return scored
+
+
 def load_run(folder: Path) -> LoadedRun:
     record = _json(folder / RUN_RECORD)
     partial = not (folder / RUN_SAMPLES).is_file()
@@ -143,12 +161,7 @@ def load_run(folder: Path) -> LoadedRun:
                                else ([], 0))
     by_request = {r.request: r for r in requests}
     scores = _json(folder / RUN_SCORES) if record else None
-    scored: dict[str, dict[str, Any]] = {}
-    if scores is not None and (folder / RUN_SAMPLE_SCORES).is_file():
-        for line in (folder / RUN_SAMPLE_SCORES).read_text(encoding="utf-8").splitlines():
-            item = json.loads(line) if line.strip() else None
-            if isinstance(item, dict) and isinstance(item.get("id"), str):
-                scored[item["id"]] = item
+    scored = _sample_scores(folder / RUN_SAMPLE_SCORES) if scores is not None else {}
     views = [InstanceView(s, by_request.get(s.request) if s.request is not None else None, scored.get(s.id))
              for s in sorted(samples, key=lambda s: s.n)]
     loaded = LoadedRun(folder, None if partial else record, views, torn + torn_requests, scores,
