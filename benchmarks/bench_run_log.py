@@ -113,11 +113,11 @@ def one_task(release: Path, task: str, repeats: int) -> dict[str, Any]:
 
 
 def markdown(result: dict) -> str:
-    lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}: the full-size synthetic release, mode "
-             f"{MODE}, leak-free batches of {BATCH}, every instance answered; CPU time, fastest of {result['repeats']}.",
-             "", "| task | instances | requests | requests.jsonl | samples.jsonl | CPU per request (logged as it "
-             "arrives) | CPU to write the log at the end | `show-run --html` of every instance: size, wall time |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    intro = (f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}: the full-size synthetic release, mode "
+             f"{MODE}, leak-free batches of {BATCH}, every instance answered; CPU time, fastest of {result['repeats']}.")
+    head = ("| task | instances | requests | requests.jsonl | samples.jsonl | CPU per request (logged as it arrives) "
+            "| CPU to write the log at the end | `show-run --html` of every instance: size, wall time |")
+    lines = [intro, "", head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['task'].upper()} | {r['instances']:,} | {r['requests']:,} | {r['requests_mib']:.1f} MiB | "
               f"{r['samples_mib']:.1f} MiB | {r['answered_ms_per_request']:.2f} ms | {r['finish_s']:.2f} s | "
               f"{r['html_mib']:.1f} MiB, {r['html_s']:.1f} s |"
