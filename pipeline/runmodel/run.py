@@ -4,11 +4,13 @@ The run id names the task, mode and model plus a hash of everything that changes
 model, mode, prompt version, release manifest, batch size, batching policy, limit, answer length, media form),
 so the same run lands in the same folder and a different one never overwrites it. Every request is audited
 before it is sent (pipeline/runmodel/audit.py); run.json says what the audit checked and found. Answers are
-cached by request hash (pipeline/llm): a run stopped by an error (endpoint down) leaves no run folder but keeps
-its answers, and running it again sends only what is missing; a run stopped by its budget is written with the
-rest `not_sent`, and running it again completes that folder. The three files are each written atomically at the
-end, run.json last: a folder with run.json is a finished run. A scores.json that no longer matches the answers
-is removed, and a folder holding another run or other files is never written.
+cached by request hash (pipeline/llm): a run stopped by an error (endpoint down) writes no run files but keeps
+its answers (and the partial log of those it got), and running it again sends only what is missing; a run
+stopped by its budget is written with the rest `not_sent`, and running it again completes that folder. The three
+files are each written atomically at the end, then the run's log (pipeline/runmodel/run_log.py: appended to
+partial files as the answers arrive, so a killed run keeps what it did), run.json last: a folder with run.json is
+a finished run. A scores.json that no longer matches the answers is removed, and a folder holding another run or
+other files is never written.
 """
 
 from __future__ import annotations
