@@ -88,12 +88,14 @@ def test_a_run_folder_is_scored_with_unanswered_ids_as_missing(release: Path, tm
     written = json.loads((run / "scores.json").read_text())
     assert written == scores and written["run_id"] == "r1" and written["model"] == "model-a"
     assert (written["task"], written["mode"], written["release"]["version"]) == ("stp", "dialogue", "v1")
-    # Re-scoring replaces scores.json (derived) and touches nothing else.
+    # Re-scoring replaces scores.json and sample_scores.jsonl (derived) and touches nothing else.
     (run / "scores.json").write_text("stale")
     score_run(read_run(run), release, text_similarity=False)
     assert json.loads((run / "scores.json").read_text()) == scores
-    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name != "scores.json"} == before
-    assert sorted(p.name for p in run.iterdir()) == ["predictions.jsonl", "run.json", "scores.json", "unanswered.jsonl"]
+    derived = ("scores.json", "sample_scores.jsonl")
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name not in derived} == before
+    assert sorted(p.name for p in run.iterdir()) == ["predictions.jsonl", "run.json", "sample_scores.jsonl",
+                                                     "scores.json", "unanswered.jsonl"]
 
 
 def media_release(release_dir: Path, out: Path) -> Path:
