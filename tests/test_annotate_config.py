@@ -232,3 +232,48 @@ def test_a_schema_file_with_an_unknown_field_type_or_an_empty_label_set_is_refus
         with pytest.raises(RescueError, match=re.escape(expected)) as caught:
             load_schema(path)
         assert str(path) in caught.value.message and caught.value.fix
+
+
+def _panels(config: str) -> str:
+    """Every definition and rule line the form shows, as one text."""
+    return "\n".join(e.get("value", "") for e in ET.fromstring(config).iter("Header")
+                     if e.get("value", "").startswith("Rule - ") or ": " in e.get("value", ""))
+
+
+def test_each_scenario_shows_only_its_own_rules(schema: AnnotationSchema) -> None:
+    """A couple project shows no family-only rule (labels of the family sets, "family"), and the other way round."""
+    for scenario, other in (("couple", "family"), ("family", "couple")):
+        shown = _panels(build_config(schema, scenario))
+        own = {label for name in ("relation_pattern", "support_strategy") for label in schema.labels(name, scenario)}
+        foreign = {label for name in ("relation_pattern", "support_strategy")
+                   for label in schema.labels(name, other)} - own
+        assert foreign and not [label for label in sorted(foreign) if re.search(rf"\b{label}\b", shown)], scenario
+        assert not re.search(rf"\b{other}\b", shown, re.IGNORECASE), scenario
+        rules = [rule for name in schema.label_guides for rule in schema.label_guide(name, scenario).rules]
+        assert rules and all(f"Rule - {rule}" in shown for rule in rules)  # none of its own got lost
+
+
+def test_a_session_without_a_therapist_offers_no_therapist(schema: AnnotationSchema) -> None:
+    session = _session()
+    alone = SessionRows(session.entry.model_copy(update={"therapist": False}), session.rows[:1], None)
+    data = build_task(schema, alone, 0, context_rows=5, media_url=None)["data"]
+    assert data["entities"] == [{"value": n} for n in ("Maya", "Daniel", "Couple")]
+    assert data["people"] == "Maya  Daniel  Couple"
+    with_one = build_task(schema, session, 0, context_rows=5, media_url=None)["data"]
+    assert {"value": "Therapist"} in with_one["entities"]
+
+
+def test_list_items_take_a_hotkey_per_kind_and_their_text_in_the_regions_list(schema: AnnotationSchema) -> None:
+    config = build_config(schema, "couple")
+    kinds = {label.get("value"): label.get("hotkey") for label in _controls(config)["item"].iter("Label")}
+    items = [f.name for f in schema.fields if f.type == "items"]
+    assert kinds == {name: str(number) for number, name in enumerate(items, start=1)}
+    controls = _controls(config)
+    for f in schema.fields:
+        for sub in f.items if f.type == "items" else ():
+            control = controls.get(f"{f.name}__{sub.name}")
+            if sub.type == "text":
+                assert control is not None and control.get("displayMode") == "region-list"
+                assert control.get("whenLabelValue") == f.name  # only under items of its own kind
+            elif control is not None:
+                assert control.get("displayMode") is None

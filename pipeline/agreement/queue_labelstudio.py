@@ -99,7 +99,8 @@ def push_queue(project: Project, settings: AgreementSettings, items: Sequence[Qu
             queued = [item for item in by_row[row.row_id] if item.field not in asked.get(row.row_id, set())]
             if not queued:
                 continue
-            entities = schema.entities(scenario, session.entry.participants)  # type: ignore[arg-type]
+            entities = schema.entities(scenario, session.entry.participants,  # type: ignore[arg-type]
+                                       therapist=session.entry.therapist)
             task = build_task(schema, session, index, context_rows=annotate.context_rows, media_url=annotate.media_url)
             fields = sorted({item.field for item in queued})
             task["data"]["adjudication_fields"] = fields

@@ -31,6 +31,7 @@ CONTEXT_HTML = "context_html"
 ITEMS_INSTRUCTION = ("To add an item: 1. click its kind below (hover a kind for what it means); "
                      "2. highlight the person's name in the People line; 3. click the new item in the "
                      "Regions list (right) and fill in its details. Delete an item there too.")
+ITEM_HOTKEYS = "123456789"  # the list kinds' keys, in schema order (Label Studio gives other controls the rest)
 EMPTY_CHOICE = "(none)"  # the choice that stands for "" where a label field allows empty
 RESERVED = {VIDEO, CONTEXT, CONTEXT_HTML, ROW, PEOPLE, ITEM_CONTROL, ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT,
             "row_id", "session_id", "scenario", "schema", "row_index"}
@@ -83,7 +84,7 @@ class _Builder:
         return element
 
     def control(self, parent: ET.Element, part: SchemaField | SubField, name: str, to_name: str, *,
-                required: bool, per_region: bool) -> None:
+                required: bool, per_region: bool, when_label: str = "") -> None:
         kind = part.type
         if kind in ("entity", "entities"):
             self.choices(parent, name, to_name, multiple=kind == "entities", dynamic=ENTITY_OPTIONS,
@@ -108,7 +109,9 @@ class _Builder:
             if required:
                 attrs["required"] = "true"
             if per_region:
-                attrs["perRegion"] = "true"
+                # typed right in the item's line of the Regions list: no click on the item first
+                attrs.update({"perRegion": "true", "displayMode": "region-list", "placeholder": part.name,
+                              **({"whenLabelValue": when_label} if when_label else {})})
             ET.SubElement(parent, "TextArea", attrs)
         elif kind in ("integer", "number"):
             attrs = {"name": name, "toName": to_name, "step": "1" if kind == "integer" else "any"}
@@ -160,18 +163,24 @@ class _Builder:
         ET.SubElement(view, "Header", {"size": "6", "value": "People (highlight one name per item):"})
         ET.SubElement(view, "Text", {"name": PEOPLE, "value": f"${PEOPLE}", "granularity": "word"})
         labels = ET.SubElement(view, "Labels", {"name": ITEM_CONTROL, "toName": PEOPLE, "choice": "single"})
-        for field in fields:
+        for number, field in enumerate(fields, start=1):
             role = "" if field.applies_to == "all" else f" ({field.applies_to} rows)"
-            ET.SubElement(labels, "Label", {"value": field.name, "hint": f"{field.description}{role}"})
+            ET.SubElement(labels, "Label", {"value": field.name, "hint": f"{field.description}{role}",
+                                            **({"hotkey": str(number)} if number <= len(ITEM_HOTKEYS) else {})})
         for field in fields:
             details = ET.SubElement(view, "View", {"visibleWhen": "region-selected", "whenLabelValue": field.name,
                                                    "idAttr": f"field-{field.name}"})
             person = anchor(field)
             for sub in field.items:
-                if sub is person:
+                if sub is person or sub.type == "text":  # text sub-fields sit in the Regions list (region-list)
                     continue
                 ET.SubElement(details, "Header", {"value": f"{field.name}: {sub.name}", "size": "6"})
                 self.control(details, sub, sub_control(field, sub), PEOPLE, required=False, per_region=True)
+        for field in fields:
+            for sub in field.items:
+                if sub.type == "text":
+                    self.control(view, sub, sub_control(field, sub), PEOPLE, required=False, per_region=True,
+                                 when_label=field.name)
 
     def build(self) -> str:
         root = ET.Element("View")
