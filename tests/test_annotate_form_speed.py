@@ -70,7 +70,8 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
             driver = FormDriver(page, schema, build_config(schema, "couple"), COUPLE_ENTITIES,
                                 people_strip(COUPLE_ENTITIES).strip())
             try:
-                effort = driver.fill_row(values)
+                # the transcript draft of dialogue_cleaned is right: an annotator leaves it as it is
+                effort = driver.fill_row({k: v for k, v in values.items() if k != "dialogue_cleaned"})
             finally:
                 page.screenshot(path=str(shot), full_page=True)
         finally:
