@@ -2,12 +2,12 @@
 
 Used by tests/test_annotate_form_speed.py and benchmarks/bench_form.py. The driver reads the project's label
 config and uses what the form offers, the way an annotator who knows it would: a kind's hotkey where it has one
-(else a click on the kind), a double-click on the person's name in the People line, the item's text boxes in the
-Regions list where the form puts them there (else a click on the new item first, then its boxes), and `u` to
-leave the item. Checkboxes already in the wanted state are not clicked (a draft that is right costs nothing).
+(else a click on the kind), a double-click on the person's name in the People line, a click on the new item in
+the Regions list, its details (no click on a text box the form already put the cursor in), and a click on the
+item again to close it. Checkboxes already in the wanted state are not clicked (a right draft costs nothing).
 
 Counted: clicks (checkboxes, kinds, items, text boxes, submit), name selections (a double-click each), keys
-(hotkeys, Enter, Tab, `u`; typed characters apart) and the form's height in pixels; the wall time of the
+(hotkeys; typed characters apart) and the form's height in pixels; the wall time of the
 automated run is the browser's and the server's time (no human pauses) and is reported as such.
 """
 
@@ -41,23 +41,24 @@ class Effort:
 @dataclass(frozen=True)
 class FormFeatures:
     hotkeys: dict[str, str]  # item kind -> its hotkey
-    listed_text: frozenset[str]  # per-region text controls shown in the Regions list (displayMode region-list)
 
     @classmethod
     def of(cls, config: str) -> FormFeatures:
         root = ET.fromstring(config)
         hotkeys = {label.get("value", ""): label.get("hotkey", "") for labels in root.iter("Labels")
                    if labels.get("name") == ITEM_CONTROL for label in labels.iter("Label") if label.get("hotkey")}
-        listed = frozenset(area.get("name", "") for area in root.iter("TextArea")
-                           if area.get("displayMode") == "region-list")
-        return cls(hotkeys, listed)
+        return cls(hotkeys)
 
 
 def select_word(page: Any, text_of_line: str, word: str) -> None:
     """Highlight `word` in the people strip as a double-click would (a DOM range, then mouseup)."""
     line = page.locator(".lsf-richtext__line", has_text=text_of_line)
     line.evaluate("""(el, word) => {
-        const node = el.firstChild, start = node.textContent.indexOf(word);
+        // the line is split into spans once items highlight names: find the text node that holds the word
+        const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+        let node = walker.nextNode();
+        while (node && node.textContent.indexOf(word) < 0) node = walker.nextNode();
+        const start = node.textContent.indexOf(word);
         const range = document.createRange(); range.setStart(node, start); range.setEnd(node, start + word.length);
         const selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);
         el.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
@@ -89,11 +90,13 @@ class FormDriver:
         self.effort.keys += 1
         self.effort.actions.append(f"key {key} ({what})")
 
-    def type_into(self, locator: Any, text: str, then: str, what: str) -> None:
-        self.click(locator, what)
+    def type_into(self, locator: Any, text: str, what: str) -> None:
+        """Type into a box: a click first unless the form put the cursor there already (Label Studio focuses an
+        opened item's first text box). Text is kept as typed (no Enter needed); leaving the box saves it."""
+        if not locator.evaluate("el => el === document.activeElement"):
+            self.click(locator, what)
         locator.fill(text)  # the characters an annotator types
         self.effort.typed += len(text)
-        self.key(then, f"after {what}")
 
     # -- the form -----------------------------------------------------------------------------------------------
     def choices(self, scope: str, options: tuple[str, ...], wanted: set[str], what: str) -> None:
@@ -112,7 +115,7 @@ class FormDriver:
         elif f.type == "text":
             box = self.page.locator(f"[name={name}]")
             if box.input_value() != value:
-                self.type_into(box, value, "Tab", name)
+                self.type_into(box, value, name)
 
     def item(self, name: str, item: dict[str, Any]) -> None:
         f = self.schema.field(name)
@@ -125,11 +128,9 @@ class FormDriver:
         select_word(self.page, self.people_line, item[anchor.name])
         self.effort.selections += 1
         self.effort.actions.append(f"select {item[anchor.name]}")
-        rest = [sub for sub in f.items if sub is not anchor]
-        needs_selection = any(f"{name}{SUB_SEPARATOR}{sub.name}" not in self.features.listed_text for sub in rest)
-        if needs_selection:
-            self.click(self.page.locator(".lsf-outliner-item__title", has_text=name).last, f"item {name}")
-        for sub in rest:
+        item_line = self.page.locator(".lsf-outliner-item__title", has_text=name).last
+        self.click(item_line, f"open item {name}")
+        for sub in (sub for sub in f.items if sub is not anchor):
             control = f"{name}{SUB_SEPARATOR}{sub.name}"
             value = item[sub.name]
             if sub.type in ("entity", "entities"):
@@ -137,12 +138,11 @@ class FormDriver:
                 self.choices(f"#field-{name}", self.entities, wanted, control)
             elif sub.type == "label":
                 self.choices(f"#field-{name}", (value,), {value}, control)
-            elif sub.type == "text":
-                self.type_into(self.page.locator(f"[name={control}]").last, value, "Enter", control)
             else:
-                self.type_into(self.page.locator(f"input[name={control}]").last, str(value), "Tab", control)
-        if needs_selection:
-            self.key("u", f"leave item {name}")
+                box = self.page.locator(f"[name={control}]").last
+                self.type_into(box, str(value), control)
+        self.click(item_line, f"close item {name}")
+        self.page.locator(f"#field-{name}").wait_for(state="hidden")  # closed: the next kind makes a new item
 
     def fill_row(self, values: dict[str, Any]) -> Effort:
         start = time.monotonic()

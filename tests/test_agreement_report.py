@@ -272,7 +272,7 @@ def test_a_report_written_before_every_task_was_linked_still_reads() -> None:
     from pipeline.agreement.results import Disagreement
 
     old = Disagreement.model_validate({"session_id": "s", "row_id": "r", "row_index": 1, "answers": [],
-                                       "link": "http://h/projects/7/data?task=5", "link_label": "task 5 in a's project"})
+                                       "link": "http://h/projects/7/data?task=5", "link_label": "task 5 of a"})
     assert [(t.kind, t.url) for t in old.links] == [("annotator", "http://h/projects/7/data?task=5")]
 
 

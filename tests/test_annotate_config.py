@@ -217,7 +217,7 @@ def test_the_form_shows_each_label_definition_as_a_hint_and_in_a_panel(schema: A
         assert shown[len(guide.definitions):] == [f"Rule - {rule}" for rule in guide.rules]
     assert "(none)" in {c.get("value") for c in controls["relation_cycle_state"].iter("Choice") if c.get("hint")}
     instruction = next(v for v in root.iter("View") if v.get("idAttr") == "items-instruction")
-    assert "1. click its kind" in ET.tostring(instruction, encoding="unicode")
+    assert "1. press its kind's key" in ET.tostring(instruction, encoding="unicode")
     assert all(label.get("hint") for label in controls["item"].iter("Label"))
 
 
@@ -263,17 +263,13 @@ def test_a_session_without_a_therapist_offers_no_therapist(schema: AnnotationSch
     assert {"value": "Therapist"} in with_one["entities"]
 
 
-def test_list_items_take_a_hotkey_per_kind_and_their_text_in_the_regions_list(schema: AnnotationSchema) -> None:
+def test_list_kinds_take_the_keys_1_to_8_and_the_fields_two_columns(schema: AnnotationSchema) -> None:
     config = build_config(schema, "couple")
     kinds = {label.get("value"): label.get("hotkey") for label in _controls(config)["item"].iter("Label")}
     items = [f.name for f in schema.fields if f.type == "items"]
     assert kinds == {name: str(number) for number, name in enumerate(items, start=1)}
-    controls = _controls(config)
-    for f in schema.fields:
-        for sub in f.items if f.type == "items" else ():
-            control = controls.get(f"{f.name}__{sub.name}")
-            if sub.type == "text":
-                assert control is not None and control.get("displayMode") == "region-list"
-                assert control.get("whenLabelValue") == f.name  # only under items of its own kind
-            elif control is not None:
-                assert control.get("displayMode") is None
+    views = {view.get("idAttr"): view for view in ET.fromstring(config).iter("View") if view.get("idAttr")}
+    assert "grid-template-columns: repeat(2" in views["fields"].get("style", "")
+    assert "display: flex" in views["row-view"].get("style", "")  # the clip beside the words
+    inside = {view.get("idAttr") for view in views["fields"].iter("View")}
+    assert {f"field-{f.name}" for f in schema.fields if f.annotated and f.type != "items"} <= inside

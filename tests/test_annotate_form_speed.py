@@ -80,7 +80,8 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
     summary = pull_annotations(project, ls_server.connection, settings=SETTINGS)
     mine = {r.field: r.value for r in read_jsonl(project.root / summary.folder / ANNOTATIONS_FILE, Annotation)
             if r.annotator == email and r.row_id == row.row_id}
-    assert summary.quarantined == 0
+    quarantine = (project.root / summary.folder / "quarantine.jsonl").read_text(encoding="utf-8")
+    assert summary.quarantined == 0, quarantine
     expected = {"start_time": row.start, "end_time": row.end, **values}
     for name in ("target",):
         mine[name] = sorted(mine[name])

@@ -31,7 +31,8 @@ def read_adjudication_tasks(project: Project) -> AdjudicationTasks:
     try:
         return AdjudicationTasks.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as exc:
-        raise RescueError(f"{project.rel(path)} is not a readable list of adjudication tasks ({exc.__class__.__name__})",
+        raise RescueError(f"{project.rel(path)} is not a readable list of adjudication tasks "
+                          f"({exc.__class__.__name__})",
                           "delete it; `rescue adjudicate --push` or `--pull` writes it again") from exc
 
 

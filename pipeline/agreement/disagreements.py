@@ -74,8 +74,8 @@ class _Links:
         for annotator in annotators:
             project_id, task_id = self.projects.get((scenario, annotator)), self.task_ids.get((row_id, annotator))
             if project_id is not None and task_id:
-                links.append(TaskLink(kind="annotator", annotator=annotator, url=task_url(self.base, project_id, task_id),
-                                      label=f"{annotator}'s task {task_id}"))
+                links.append(TaskLink(kind="annotator", annotator=annotator, label=f"{annotator}'s task {task_id}",
+                                      url=task_url(self.base, project_id, task_id)))
         assert self.adjudication is not None
         project_id, task_id = self.adjudication.projects.get(scenario), self.adjudication.tasks.get(row_id)
         if project_id is not None and task_id:

@@ -46,7 +46,7 @@ def remember_gateway_port(base: Path, port: int) -> None:
 def _free(host: str, port: int) -> bool:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: a closed port's TIME_WAIT is free
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds: TIME_WAIT counts as free
         try:
             sock.bind((host, port))
         except OSError:

@@ -28,9 +28,11 @@ ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT = "entities", "rows", "heading", 
 # list under `context` instead and have no preceding rows under this config (docs/annotation.md).
 CONTEXT_HTML = "context_html"
 # The list-item interaction, spelled out in order right above the kinds (shown in the form).
-ITEMS_INSTRUCTION = ("To add an item: 1. click its kind below (hover a kind for what it means); "
-                     "2. highlight the person's name in the People line; 3. click the new item in the "
-                     "Regions list (right) and fill in its details. Delete an item there too.")
+ITEMS_INSTRUCTION = ("To add an item: 1. press its kind's key (the number on the kind below) or click the kind "
+                     "(hover a kind for what it means); 2. double-click the person's name in the People line; "
+                     "3. click the new item in the Regions list (right): its first text box takes your typing at "
+                     "once; fill in its other details, then click the item again to close it. Delete an item "
+                     "there too.")
 SIDE_BY_SIDE = "display: flex; gap: 16px; align-items: flex-start"
 TWO_COLUMNS = "display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); column-gap: 24px; align-items: start"
 ITEM_HOTKEYS = "123456789"  # the list kinds' keys, in schema order (Label Studio gives other controls the rest)
@@ -86,7 +88,7 @@ class _Builder:
         return element
 
     def control(self, parent: ET.Element, part: SchemaField | SubField, name: str, to_name: str, *,
-                required: bool, per_region: bool, when_label: str = "") -> None:
+                required: bool, per_region: bool) -> None:
         kind = part.type
         if kind in ("entity", "entities"):
             self.choices(parent, name, to_name, multiple=kind == "entities", dynamic=ENTITY_OPTIONS,
@@ -111,9 +113,7 @@ class _Builder:
             if required:
                 attrs["required"] = "true"
             if per_region:
-                # typed right in the item's line of the Regions list: no click on the item first
-                attrs.update({"perRegion": "true", "displayMode": "region-list", "placeholder": part.name,
-                              **({"whenLabelValue": when_label} if when_label else {})})
+                attrs["perRegion"] = "true"
             ET.SubElement(parent, "TextArea", attrs)
         elif kind in ("integer", "number"):
             attrs = {"name": name, "toName": to_name, "step": "1" if kind == "integer" else "any"}
@@ -174,15 +174,10 @@ class _Builder:
                                                    "idAttr": f"field-{field.name}"})
             person = anchor(field)
             for sub in field.items:
-                if sub is person or sub.type == "text":  # text sub-fields sit in the Regions list (region-list)
+                if sub is person:
                     continue
                 ET.SubElement(details, "Header", {"value": f"{field.name}: {sub.name}", "size": "6"})
                 self.control(details, sub, sub_control(field, sub), PEOPLE, required=False, per_region=True)
-        for field in fields:
-            for sub in field.items:
-                if sub.type == "text":
-                    self.control(view, sub, sub_control(field, sub), PEOPLE, required=False, per_region=True,
-                                 when_label=field.name)
 
     def build(self) -> str:
         root = ET.Element("View")
