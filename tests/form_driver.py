@@ -121,7 +121,8 @@ class FormDriver:
         f = self.schema.field(name)
         anchor = next(sub for sub in f.items if sub.type == "entity")
         hotkey = self.features.hotkeys.get(name)
-        if hotkey:
+        in_a_box = self.page.evaluate("() => ['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)")
+        if hotkey and not in_a_box:  # a key pressed in a text box types there: then the kind is clicked
             self.key(hotkey, f"kind {name}")
         else:
             self.click(self.page.locator(".lsf-label__text", has_text=name).first, f"kind {name}")
