@@ -5,8 +5,9 @@ Chromium; tests/form_driver.py does the counting).
     .venv/bin/python benchmarks/bench_form.py [--label after] [--write-docs]
 
 Keeps each label's figures in benchmarks/results/bench_form.json, so the figures of the form before a change
-(`--label before`, run on the old checkout with this script and the two test files copied in) stay next to the
-new ones, and writes the table into docs/annotation.md between its bench_form markers.
+(`--label before --commit REV --results <this checkout's file>`, run in the old form's tree exported with
+`git archive REV`, with this script, publish.py, tests/form_driver.py and tests/test_annotate_form_speed.py copied
+in) stay next to the new ones, and writes the table into docs/annotation.md between its bench_form markers.
 """
 
 from __future__ import annotations
@@ -32,16 +33,18 @@ START, END = "<!-- bench_form:start -->", "<!-- bench_form:end -->"
 KLM_CLICK, KLM_KEY, KLM_SELECT = 1.3, 0.28, 1.5
 
 
-def measure() -> dict:
+def measure(commit: str) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "figures.json"
         env = {**os.environ, "RESCUE_FORM_FIGURES": str(out), "PYTHONPATH": str(REPO)}
         subprocess.run([sys.executable, "-m", "pytest", "tests/test_annotate_form_speed.py", "-q", "-x",
                         "-p", "no:cacheprovider"], cwd=REPO, env=env, check=True)
         figures = json.loads(out.read_text(encoding="utf-8"))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    if not commit:
+        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        commit = found.stdout.strip() or "unknown"
     figures.update(measured=datetime.now(timezone.utc).strftime("%Y-%m-%d"), load=os.getloadavg()[0],
-                   commit=commit.stdout.strip() or "unknown", machine=f"{platform.machine()}, {os.cpu_count()} CPUs")
+                   commit=commit, machine=f"{platform.machine()}, {os.cpu_count()} CPUs")
     return figures
 
 
@@ -67,10 +70,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--label", choices=("before", "after"), default="after")
     parser.add_argument("--write-docs", action="store_true")
+    parser.add_argument("--commit", default="", help="the commit measured, where this tree is no git checkout "
+                                                     "(the old form's tree exported with `git archive`)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON file that keeps every label's figures")
     args = parser.parse_args()
-    results = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.exists() else {}
-    results[args.label] = measure()
-    publish(results, table(results), RESULTS, DOCS, START, END, write_docs=args.write_docs)
+    results = json.loads(args.results.read_text(encoding="utf-8")) if args.results.exists() else {}
+    results[args.label] = measure(args.commit)
+    publish(results, table(results), args.results, DOCS, START, END, write_docs=args.write_docs)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.set_default_timeout(60_000)
+            page.set_default_timeout(180_000)  # generous: the shared development machine can be very loaded
             _log_in(page, ls_server.gateway_url, email, annotator_password(project, email))
             page.goto(f"{ls_server.gateway_url}/projects/{info.id}/data?task={task_id}")
             page.locator("#field-primary_speaker input[name=Maya]").wait_for()
