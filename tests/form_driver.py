@@ -147,9 +147,11 @@ class FormDriver:
 
     def fill_row(self, values: dict[str, Any]) -> Effort:
         start = time.monotonic()
+        # from the clip's top to the bottom of the list kinds: what an annotator scrolls through for a row
         self.effort.form_height = int(self.page.evaluate(
-            "() => Math.max(...[...document.querySelectorAll('*')]"
-            ".map(e => e.scrollHeight))"))
+            """() => { const labels = document.querySelectorAll('.lsf-label');
+                       return labels[labels.length - 1].getBoundingClientRect().bottom
+                              - document.querySelector('video').getBoundingClientRect().top; }"""))
         for f in self.schema.fields:
             if f.annotated and f.type != "items" and f.name in values:
                 self.scalar(f.name, values[f.name])
