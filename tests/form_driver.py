@@ -147,11 +147,15 @@ class FormDriver:
 
     def fill_row(self, values: dict[str, Any]) -> Effort:
         start = time.monotonic()
-        # from the clip's top to the bottom of the list kinds: what an annotator scrolls through for a row
+        # from the top of the form to the bottom of the list kinds: what an annotator scrolls through for a row
         self.effort.form_height = int(self.page.evaluate(
-            """() => { const labels = document.querySelectorAll('.lsf-label');
-                       return labels[labels.length - 1].getBoundingClientRect().bottom
-                              - document.querySelector('video').getBoundingClientRect().top; }"""))
+            """() => { const labels = document.querySelectorAll('.lsf-label'), last = labels[labels.length - 1];
+                       let box = last.parentElement;
+                       while (box && !(box.scrollHeight > box.clientHeight
+                                       && getComputedStyle(box).overflowY !== 'visible')) box = box.parentElement;
+                       box = box || document.scrollingElement;
+                       return last.getBoundingClientRect().bottom - box.getBoundingClientRect().top
+                              + box.scrollTop; }"""))
         for f in self.schema.fields:
             if f.annotated and f.type != "items" and f.name in values:
                 self.scalar(f.name, values[f.name])
