@@ -21,7 +21,9 @@ import re
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,19 +122,25 @@ class ReleaseSummary(Record):
 
 class ReleaseWriter:
     """Writes release files under a folder, hashing and counting rows (a JSONL file is held whole once: its Parquet
-    twin is read from its text)."""
+    twin is read from its text). Parquet twins are made in a background thread, one at a time, while the next
+    JSONL text is built: Arrow and polars work outside Python's lock, so that work leaves the critical path where
+    a core is free. Call `close()` when done (it waits for the last twin)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.entries: dict[str, dict[str, Any]] = {}
         self.json_columns: dict[str, list[str]] = {}
         self.columns: dict[str, list[tuple[str, str]]] = {}  # per Parquet file: (column, polars type name)
+        self._converter = ThreadPoolExecutor(1, thread_name_prefix="parquet")
+        self._converting: tuple[str, int, Future] | None = None  # (path, rows, its bytes being made)
 
     def jsonl_and_parquet(self, path: str, lines: Iterable[str], records: Sequence[dict[str, Any]]) -> None:
         """`path`.jsonl and its Parquet twin, the Parquet file read from the same JSONL text."""
         text = "".join(lines).encode("utf-8")
         self.bytes(path, text)
-        self.parquet(path.removesuffix(".jsonl") + ".parquet", records, text)
+        self._finish_parquet()  # one twin in flight: memory holds at most two files' text
+        target = path.removesuffix(".jsonl") + ".parquet"
+        self._converting = (target, len(records), self._converter.submit(parquet_bytes, records, target, text))
 
     def bytes(self, path: str, data: bytes, rows: int | None = None) -> None:
         """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
@@ -145,11 +153,27 @@ class ReleaseWriter:
 
     def parquet(self, path: str, records: Sequence[dict[str, Any]], jsonl: bytes | None = None) -> None:
         """The records as Parquet; remembers the columns that had to be stored as JSON text."""
-        data, json_columns = parquet_bytes(records, path, jsonl)
-        self.bytes(path, data, rows=len(records))
+        self._keep_parquet(path, len(records), *parquet_bytes(records, path, jsonl))
+
+    def _keep_parquet(self, path: str, rows: int, data: bytes, json_columns: list[str]) -> None:
+        self.bytes(path, data, rows=rows)
         self.columns[path] = parquet_columns(data)
         if json_columns:
             self.json_columns[path] = json_columns
+
+    def _finish_parquet(self) -> None:
+        if self._converting is not None:
+            path, rows, future = self._converting
+            self._converting = None
+            self._keep_parquet(path, rows, *future.result())
+
+    def close(self) -> None:
+        """Wait for the Parquet twin still being made and write it; stop the background thread."""
+        try:
+            self._finish_parquet()
+        finally:
+            self._converting = None
+            self._converter.shutdown(wait=True, cancel_futures=True)
 
     def manifest_files(self) -> list[dict[str, Any]]:
         return [self.entries[path] for path in sorted(self.entries)]
@@ -160,7 +184,7 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
     """Every data file of the release (all but README.md, MANIFEST.json and the clips); returns the statistics.
     With `media`, the video tasks' records carry their clips (and `media.needed` lists them)."""
     stats = statistics(build)
-    with figures.rendering(figure_jobs(stats)) as rendered:  # drawn in another process meanwhile
+    with figures.rendering(figure_jobs(stats)) as rendered, _closing(writer):  # figures drawn in another process
         ordered = sorted(sessions, key=lambda s: s.sample_id)
         benchmark = [s.model_dump(mode="json", exclude_unset=True) for s in ordered]
         writer.jsonl_and_parquet("benchmark.jsonl", (dumps(record) + "\n" for record in benchmark), benchmark)
@@ -176,9 +200,19 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
         writer.bytes("stats/instances.md", instances_markdown(stats["instances"]).encode())
         writer.bytes("stats/instances.csv", instances_csv(stats["instances"]).encode())
         writer.bytes("stats/statistics.json", pretty_bytes(stats))
+        writer.close()
         for path, data in rendered().items():
             writer.bytes(path, data)
     return stats
+
+
+@contextmanager
+def _closing(writer: ReleaseWriter) -> Iterator[None]:
+    """The writer's background thread stops however the block ends (a failure leaves no thread running)."""
+    try:
+        yield
+    finally:
+        writer.close()
 
 
 def figure_jobs(stats: dict[str, Any]) -> list[tuple[str, str, tuple]]:
