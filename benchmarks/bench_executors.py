@@ -62,10 +62,14 @@ PROBE_THREADS = {"every core": os.cpu_count() or 1, "worker's share": 0}
 
 
 def add_pyannote_sample(project: Project) -> None:
-    """The pyannote.audio wheel's 30 s two-speaker recording as a session (a still frame + its audio)."""
-    import pyannote.audio
+    """The pyannote.audio wheel's 30 s two-speaker recording as a session (a still frame + its audio). Found without
+    importing pyannote.audio: that would import torch into this driver, and the local pool's forked workers would
+    inherit it (a head start that `rescue build`'s workers do not get)."""
+    import importlib.util
 
-    wav = Path(pyannote.audio.__file__).parent / "sample" / "sample.wav"
+    spec = importlib.util.find_spec("pyannote.audio")
+    assert spec is not None and spec.origin is not None, "pyannote.audio is not installed"
+    wav = Path(spec.origin).parent / "sample" / "sample.wav"
     video = project.raw_video / PYANNOTE_SAMPLE / "sample.mp4"
     video.parent.mkdir(parents=True)
     seconds = f"{wav_info(wav).duration:.3f}"  # -shortest alone leaves the endless frame source a few s longer
@@ -92,7 +96,8 @@ def build_once(sources: Path, work: Path, executor: object) -> dict:
                            on_done=lambda run, inside=inside: inside.__setitem__(run.session_id, run.elapsed_s))
         assert not report.failed, report.failed
         stages[name], sessions[name] = report.elapsed_s, inside
-    return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages, "sessions": sessions}
+    return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages, "sessions": sessions,
+            "driver_imported_torch": "torch" in sys.modules}  # then forked pool workers start with it
 
 
 def spread(values: list[float]) -> dict:
@@ -114,20 +119,24 @@ class ProbeWorker:
 
 
 def ingested_audio(sources: Path, work: Path) -> tuple[list[str], float]:
-    """Ingest the sessions once (local executor): the probe's audio (the two samples) and the seconds of all."""
+    """Ingest the sessions once (local executor): the probe's audio (pyannote's sample, once per worker) and the
+    seconds of audio of all sessions."""
     project = Project(work)
     shutil.copytree(sources, work / "raw_video")
     context = Context.load(project)
     report = run_stage(context, STAGES["ingest"], context.select())
     assert not report.failed, report.failed
     wavs = sorted((work / "build" / "media").rglob("*.wav"))
-    samples = [str(path) for path in wavs if PYANNOTE_SAMPLE not in str(path)][:WORKERS]
-    return samples, round(sum(wav_info(path).duration for path in wavs), 1)
+    probe = [str(path) for path in wavs if PYANNOTE_SAMPLE in str(path)] * WORKERS  # 30 s each: short, same work
+    return probe, round(sum(wav_info(path).duration for path in wavs), 1)
 
 
 def probe_workers(audios: list[str]) -> dict:
-    """Two transcribe workers of each executor at once, fresh processes each time, per thread setting."""
+    """Two transcribe workers of each executor at once, fresh processes each time, per thread setting. The driver
+    has not imported torch (checked), as in `rescue build`: a forked pool worker would inherit it."""
     import ray
+
+    assert "torch" not in sys.modules, "the driver imported torch: the local pool's workers would inherit it"
 
     from pipeline.executors.ray_executor import forwarded_env
 

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-HEAVY = ("torch", "ctranslate2", "faster_whisper", "whisperx", "ray")
+HEAVY = ("torch", "ctranslate2", "faster_whisper", "whisperx.asr", "pyannote.audio", "transformers", "ray")
 
 
 def process_age_s() -> float:
@@ -44,7 +44,7 @@ def probe(audio: str, threads: int, submitted_at: float) -> dict:
     inherited = [name for name in HEAVY if name in sys.modules]
     began = _clock()
     import torch
-    import whisperx  # noqa: F401  (imported by the model's load; timed here on its own)
+    import whisperx.asr  # noqa: F401  (what the model's load imports; timed here on its own)
 
     from pipeline.speech import whisperx_adapter  # the stage's import, timed
     from pipeline.speech.settings import AsrSettings, resolve_asr

@@ -122,25 +122,30 @@ class ReleaseSummary(Record):
 
 class ReleaseWriter:
     """Writes release files under a folder, hashing and counting rows (a JSONL file is held whole once: its Parquet
-    twin is read from its text). Parquet twins are made in a background thread, one at a time, while the next
-    JSONL text is built: Arrow and polars work outside Python's lock, so that work leaves the critical path where
-    a core is free. Call `close()` when done (it waits for the last twin)."""
+    twin is read from its text). A JSONL file is written, hashed and given its Parquet twin in a background thread,
+    one file at a time, while the main thread builds the next file's text: hashing, writing, Arrow and polars run
+    outside Python's lock, so that work leaves the critical path where a core is free. Call `close()` when done
+    (it waits for the last file)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.entries: dict[str, dict[str, Any]] = {}
         self.json_columns: dict[str, list[str]] = {}
         self.columns: dict[str, list[tuple[str, str]]] = {}  # per Parquet file: (column, polars type name)
-        self._converter = ThreadPoolExecutor(1, thread_name_prefix="parquet")
-        self._converting: tuple[str, int, Future] | None = None  # (path, rows, its bytes being made)
+        self._converter = ThreadPoolExecutor(1, thread_name_prefix="release-writer")
+        self._pending: Future | None = None  # the JSONL file and Parquet twin being written
 
     def jsonl_and_parquet(self, path: str, lines: Iterable[str], records: Sequence[dict[str, Any]]) -> None:
         """`path`.jsonl and its Parquet twin, the Parquet file read from the same JSONL text."""
         text = "".join(lines).encode("utf-8")
+        self._finish_pending()  # one file in flight: memory holds at most two files' text
+        self._pending = self._converter.submit(self._pair, path, text, records)
+
+    def _pair(self, path: str, text: bytes, records: Sequence[dict[str, Any]]) -> None:
+        """In the background thread: the JSONL file, then its twin. Only this thread writes files meanwhile: the
+        main thread writes others only after `close()`."""
         self.bytes(path, text)
-        self._finish_parquet()  # one twin in flight: memory holds at most two files' text
-        target = path.removesuffix(".jsonl") + ".parquet"
-        self._converting = (target, len(records), self._converter.submit(parquet_bytes, records, target, text))
+        self.parquet(path.removesuffix(".jsonl") + ".parquet", records, text)
 
     def bytes(self, path: str, data: bytes, rows: int | None = None) -> None:
         """A file written whole; `rows` for formats whose rows are not lines (Parquet)."""
@@ -153,26 +158,23 @@ class ReleaseWriter:
 
     def parquet(self, path: str, records: Sequence[dict[str, Any]], jsonl: bytes | None = None) -> None:
         """The records as Parquet; remembers the columns that had to be stored as JSON text."""
-        self._keep_parquet(path, len(records), *parquet_bytes(records, path, jsonl))
-
-    def _keep_parquet(self, path: str, rows: int, data: bytes, json_columns: list[str]) -> None:
-        self.bytes(path, data, rows=rows)
+        data, json_columns = parquet_bytes(records, path, jsonl)
+        self.bytes(path, data, rows=len(records))
         self.columns[path] = parquet_columns(data)
         if json_columns:
             self.json_columns[path] = json_columns
 
-    def _finish_parquet(self) -> None:
-        if self._converting is not None:
-            path, rows, future = self._converting
-            self._converting = None
-            self._keep_parquet(path, rows, *future.result())
+    def _finish_pending(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # its error (a full disk, a record Parquet cannot hold) is raised here
 
     def close(self) -> None:
-        """Wait for the Parquet twin still being made and write it; stop the background thread."""
+        """Wait for the file still being written; stop the background thread."""
         try:
-            self._finish_parquet()
+            self._finish_pending()
         finally:
-            self._converting = None
+            self._pending = None
             self._converter.shutdown(wait=True, cancel_futures=True)
 
     def manifest_files(self) -> list[dict[str, Any]]:
@@ -195,12 +197,12 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
             gold = [i.gold_record() for i in build.instances[task]]
             writer.jsonl_and_parquet(f"tasks/{task}.jsonl", context_lines(facing), facing)
             writer.jsonl_and_parquet(f"gold/{task}.jsonl", (dumps(record) + "\n" for record in gold), gold)
+        writer.close()  # the last data file is written before any other
         writer.bytes("stats/table3.md", table3_markdown(stats["table3"]).encode())
         writer.bytes("stats/table3.csv", table3_csv(stats["table3"]).encode())
         writer.bytes("stats/instances.md", instances_markdown(stats["instances"]).encode())
         writer.bytes("stats/instances.csv", instances_csv(stats["instances"]).encode())
         writer.bytes("stats/statistics.json", pretty_bytes(stats))
-        writer.close()
         for path, data in rendered().items():
             writer.bytes(path, data)
     return stats
