@@ -143,7 +143,8 @@ def probe_workers(audios: list[str]) -> dict:
     found: dict[str, dict[str, list[dict]]] = {}
     for label, threads in PROBE_THREADS.items():
         began = time.time()
-        with ProcessPoolExecutor(WORKERS, initializer=share_cores, initargs=((os.cpu_count() or 1) // WORKERS,)) as pool:
+        share = (os.cpu_count() or 1) // WORKERS  # as LocalExecutor gives each worker
+        with ProcessPoolExecutor(WORKERS, initializer=share_cores, initargs=(share,)) as pool:
             local = list(pool.map(probe, audios, [threads] * len(audios), [began] * len(audios)))
         actor = ray.remote(ProbeWorker).options(num_cpus=1, runtime_env={"env_vars": forwarded_env()})
         began = time.time()
