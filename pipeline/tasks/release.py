@@ -23,7 +23,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -210,11 +210,15 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
 
 @contextmanager
 def _closing(writer: ReleaseWriter) -> Iterator[None]:
-    """The writer's background thread stops however the block ends (a failure leaves no thread running)."""
+    """The writer's background thread stops however the block ends (a failure leaves no thread running); the
+    block's own error is the one raised."""
     try:
         yield
-    finally:
-        writer.close()
+    except BaseException:
+        with suppress(Exception):
+            writer.close()
+        raise
+    writer.close()
 
 
 def figure_jobs(stats: dict[str, Any]) -> list[tuple[str, str, tuple]]:
