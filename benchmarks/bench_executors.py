@@ -186,7 +186,7 @@ def scheduler_overhead() -> dict:
     return {"serial_s": serial, "batched_s": batched, "direct_s": direct}
 
 
-def bench(repeats: int) -> dict:
+def bench(repeats: int, with_probe: bool = True) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="bench_executors_"))
     os.environ.update(auth_env(scratch / "auth_token"))  # before Ray is first imported
     from pipeline.executors.ray_executor import RayExecutor
@@ -202,7 +202,7 @@ def bench(repeats: int) -> dict:
     try:
         ray_executor = RayExecutor(cluster.address)
         audios, audio_s = ingested_audio(samples / "raw_video", scratch / "probe")
-        probes = probe_workers(audios)  # first: a fault here shows before the long builds
+        probes = probe_workers(audios) if with_probe else {}  # first: a fault here shows before the long builds
         print(json.dumps({"probes": probes}), flush=True)
         for _ in range(repeats):
             for name, executor in (("local", LocalExecutor(WORKERS)), ("ray", ray_executor)):
@@ -284,8 +284,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/ray.md")
+    parser.add_argument("--no-probe", action="store_true", help="builds only (no timing inside the workers)")
     args = parser.parse_args()
-    result = bench(args.repeats)
+    result = bench(args.repeats, with_probe=not args.no_probe)
     publish(result, markdown(result), RESULTS, DOCS, START, END, write_docs=not args.no_docs)
 
 

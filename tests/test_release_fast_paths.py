@@ -123,7 +123,7 @@ def test_data_files_written_beside_the_main_thread_are_those_written_in_turn(tmp
 
 
 def test_a_failure_in_the_writer_thread_fails_the_freeze_and_stops_the_thread(tmp_path: Path,
-                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
     from pipeline.errors import RescueError
