@@ -27,8 +27,6 @@ from pipeline.project import Project
 from pipeline.schema import AnnotationSchema
 from pipeline.store import atomic_dir, sha256_file
 
-REPORT_FILES = ("report.html", "agreement.csv", "disagreements.csv", "agreement.md", "report.json")
-
 
 @dataclass(frozen=True)
 class AgreeOutput:

@@ -24,9 +24,6 @@ from pipeline.tasks.context import clean, parse_intensity
 from pipeline.tasks.predictions import (CANDIDATES_FIELD, RANKING_FIELD, normalise_should_speak,
                                         parse_prediction)
 
-REASON_KINDS = ("not_sent", "too_long", "refused", "invalid_json", "no_predictions", "missing_id", "repeated_id",
-                "invalid_answer")
-
 
 @dataclass
 class BatchResult:

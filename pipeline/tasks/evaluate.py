@@ -30,9 +30,6 @@ from pipeline.tasks.stats import SCENARIOS
 SIMILARITY_NOTE = ("text similarity = cosine of all-MiniLM-L6-v2 sentence embeddings (offline); the paper used an "
                    "LLM judge (1-5) and BERTScore, which are not reproduced here")
 
-
-NO_TEXT_SCORER_NOTE = "not computed (--no-similarity and no judge model)"
-
 MACRO_F1_NOTE = ("macro-F1 averages top-1 F1 over the labels present in gold or predictions (scikit-learn's "
                  "macro average), not over labels nobody used")
 

@@ -59,11 +59,6 @@ def check_mode(task: str, name: str) -> str:
     return mode
 
 
-def hidden_fields(mode: str) -> tuple[str, ...]:
-    """The cue fields removed from every row record in this mode (media fields aside)."""
-    return _HIDDEN[canonical_mode(mode)]
-
-
 def video_attachments(record: dict[str, Any]) -> list[str]:
     return list(record.get(ATTACHMENTS) or [])
 

@@ -5,7 +5,6 @@ reported by line and id. Nothing is skipped silently: missing and repeated insta
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,7 +180,3 @@ def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]
         check.usable.pop(pid, None)
     check.missing_ids = [pid for pid in instances if pid not in first_line]
     return check
-
-
-def ids_in_order(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {record["id"]: record for record in records}
