@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
+from pipeline import layout
 from pipeline.cli.console import console, err_console, line, styled
 from pipeline.cli.lock import writer
 from pipeline.cli.options import project_of
@@ -30,7 +31,7 @@ def _release_dir(project: Project, given: Path | None) -> Path:
     """The given release, else the only one under build/release/."""
     if given:
         return given
-    base = project.build / "release"
+    base = layout.releases_dir(project)
     found = sorted(p for p in base.iterdir() if (p / "MANIFEST.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
         raise RescueError(f"{'no release' if not found else f'{len(found)} releases'} under {base}",
