@@ -79,6 +79,10 @@ def test_builder_answer_site_and_modes(task: str) -> None:
             with pytest.raises(RescueError, match="does not take input mode"):
                 check_mode(task, mode)
     assert not spec.own_clip or VIDEO_MODE in spec.modes
+    if spec.why_none is not None:  # the freeze's coverage line says why a sample yields none
+        assert all(spec.why_none(view, TaskSettings()).startswith(" (") for view in built().views)
+    if spec.published_gold is not None:  # the published file's gold comes from the release's gold keys
+        assert all(set(spec.published_gold.values()) <= set(gold[i]["gold"]) for i in ids)
 
 
 @pytest.mark.parametrize("task", TASKS)

@@ -18,13 +18,14 @@ from pipeline.cli.lock import writer
 from pipeline.cli.options import project_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
+from pipeline.tasks.instances import TASKS  # the names only: the registry stays unimported for --help
 
 if TYPE_CHECKING:
     from pipeline.settings import SettingsOverrides
     from pipeline.tasks.compare import Comparison
     from pipeline.tasks.judge import JudgeOptions
 
-TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
+TASK_CHOICE = click.Choice(TASKS)
 
 
 def _release_dir(project: Project, given: Path | None) -> Path:

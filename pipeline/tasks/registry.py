@@ -34,7 +34,7 @@ from pipeline.tasks.predictions import (
     parse_should_speak,
     parse_viewpoints,
 )
-from pipeline.tasks.rpp import build_rpp
+from pipeline.tasks.rpp import build_rpp, why_no_rpp
 from pipeline.tasks.scorers import (
     RankScorer,
     Scorer,
@@ -120,6 +120,10 @@ class BenchmarkTask:
     board: tuple[tuple[str, str], ...]  # leaderboard columns: (metric key in scores.json, column name)
     old_batches_leaked: bool  # the per-sample batches before requests were audited showed its answers
     distribution: Distribution
+    # why a sample yields no instance, for the freeze's coverage warnings (None: nothing more to say)
+    why_none: Callable[[SessionView, TaskSettings], str] | None = None
+    # the paper's published file of this task (ER/VP): its gold keys -> the release's gold keys (None: none published)
+    published_gold: dict[str, str] | None = None
 
 
 def _no_sources(built: tuple[list[TaskInstance], Counter]) -> Built:
@@ -172,7 +176,8 @@ _TASKS = (
                ("emotion_similarity", "text sim.")),
         old_batches_leaked=False,
         distribution=Distribution("gold intensity", lambda gold, _: str(gold["intensity"]),
-                                  lambda schema, scenario: [str(i) for i in range(11)])),
+                                  lambda schema, scenario: [str(i) for i in range(11)]),
+        published_gold={"gold_internal_emotion": "internal_emotion", "gold_intensity_score": "intensity"}),
     BenchmarkTask(
         name="vp", title="Viewpoint Prediction",
         build=lambda view, settings: _no_sources(build_vp(view, settings.vp)),
@@ -204,7 +209,8 @@ _TASKS = (
         old_batches_leaked=False,
         distribution=Distribution("gold viewpoints per instance",
                                   lambda gold, _: str(len(gold["viewpoints"])) if len(gold["viewpoints"]) < 3 else "3+",
-                                  lambda schema, scenario: ["1", "2", "3+"])),
+                                  lambda schema, scenario: ["1", "2", "3+"]),
+        published_gold={"gold_viewpoints": "viewpoints"}),
     BenchmarkTask(
         name="rpp", title="Relation Pattern Prediction",
         build=lambda view, settings: build_rpp(view, settings.rpp),
@@ -227,7 +233,8 @@ _TASKS = (
         board=(("accuracy", "acc"), ("macro_f1", "macro-F1")),
         old_batches_leaked=False,
         distribution=Distribution("relation label", lambda gold, _: gold["relation_label"],
-                                  lambda schema, scenario: list(schema.labels("relation_pattern", scenario)))),
+                                  lambda schema, scenario: list(schema.labels("relation_pattern", scenario))),
+        why_none=lambda view, settings: why_no_rpp(view, settings.rpp)),
     BenchmarkTask(
         name="itp", title="Intervention Time Prediction",
         build=lambda view, settings: _no_sources(build_itp(view, settings.itp, settings.ids)),
