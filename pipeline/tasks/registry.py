@@ -298,7 +298,6 @@ _TASKS = (
 )
 
 TASK_SPECS: dict[TaskName, BenchmarkTask] = {task.name: task for task in _TASKS}
-TEXT_TASKS = tuple(name for name, task in TASK_SPECS.items() if task.scoring.text is not None)  # ER, VP
 VIDEO_TASKS = tuple(name for name, task in TASK_SPECS.items() if VIDEO_MODE in task.modes)  # ER, VP, SSP
 if tuple(TASK_SPECS) != TASKS:  # the release's task order is TASKS: a declaration left out would drop a file
     raise AssertionError(f"the task registry declares {tuple(TASK_SPECS)}, not {TASKS}")
