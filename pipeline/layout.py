@@ -14,6 +14,7 @@ MEDIA_AREA = "media"
 MEDIA_RECORD = "media.json"  # ingest's record of a session: build/media/<session_id>/media.json
 STATE_AREA = "state"
 CORPUS_STATE = "corpus"  # build/state/corpus/<step>.json: the state of the corpus steps
+TRANSCRIPTS_AREA = "transcripts"  # the rows step's output: build/transcripts/<session_id>/
 GOLD_AREA = "gold"
 GOLD_FILE = "benchmark.jsonl"
 
@@ -50,15 +51,44 @@ def gold_file(project: Project) -> Path:
 
 
 def release_dir(project: Project, version: str) -> Path:
-    return project.build / "release" / version
+    return releases_dir(project) / version
 
 
 def agreement_dir(project: Project) -> Path:
+    """build/agreement/: the agreement report of the newest snapshot."""
     return project.build / "agreement"
 
 
 def adjudication_dir(project: Project) -> Path:
+    """build/adjudication/: queue.jsonl, summary.json and answers/<UTC time>/ pulled from adjudication projects."""
     return project.build / "adjudication"
+
+
+def adjudication_answers_dir(project: Project) -> Path:
+    return adjudication_dir(project) / "answers"
+
+
+def annotations_dir(project: Project) -> Path:
+    """build/annotations/: the pulled snapshots, one folder each, never overwritten."""
+    return project.build / "annotations"
+
+
+def labelstudio_dir(project: Project) -> Path:
+    """build/labelstudio/: the embedded server's own files (database, secrets, logs, roster): never published."""
+    return project.build / "labelstudio"
+
+
+def cache_dir(project: Project, family: str) -> Path:
+    """build/cache/<family>/: what a family may recompute (embeddings, coded snapshots); safe to delete."""
+    return project.build / "cache" / family
+
+
+def scores_dir(project: Project) -> Path:
+    return project.build / "scores"
+
+
+def releases_dir(project: Project) -> Path:
+    return project.build / "release"
 
 
 RUNS_AREA = "runs"

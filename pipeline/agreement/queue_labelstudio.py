@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.agreement.adjudication_tasks import record_adjudication_tasks
 from pipeline.agreement.gold import QueueItem, run_adjudicate
 from pipeline.agreement.settings import AgreementSettings
@@ -163,7 +164,7 @@ def pull_adjudications(project: Project, settings: AgreementSettings, connection
                 kept.append(line)
     if not found:
         raise RescueError("Label Studio has no adjudication project yet", "run `rescue adjudicate --push` first")
-    path = project.build / "adjudication" / "answers" / name / "annotations.jsonl"
+    path = layout.adjudication_answers_dir(project) / name / "annotations.jsonl"
     if path.exists():
         raise RescueError(f"{path} exists already", "wait a second and pull again")
     write_text_atomic(path, "".join(line + "\n" for line in kept))

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from pipeline import layout
 from pipeline.annotate.carry_forward import KEPT_FILE, Carried, KeptAnswer, carry_forward, previous_snapshot
 from pipeline.annotate.config import build_config
 from pipeline.annotate.guards import Guards, guards_of
@@ -167,7 +168,7 @@ def snapshot_from_exports(project: Project,
     (their own and a shared one of older pushes), the latest save counts, as within one project.
     `guards` (who counts, whose changes are the pipeline's own): None counts every account (stored exports).
     """
-    base = project.build / "annotations"
+    base = layout.annotations_dir(project)
     previous = previous_snapshot(base)
     trusted: Collection[int] = guards.trusted if guards else ()
     counted = frozenset(guards.counted) if guards else None

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.annotate import addresses, gateway_process
 from pipeline.annotate.labelstudio import Connection, masked_url
 from pipeline.annotate.media_root import check_media_root
@@ -96,7 +97,7 @@ class ServerPaths:
 
     @classmethod
     def of(cls, project: Project) -> ServerPaths:
-        return cls(project.build / "labelstudio")
+        return cls(layout.labelstudio_dir(project))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline import layout
 from pipeline.cli.aliases import ran_as_build_step, standalone_option
 from pipeline.cli.console import console, err_console
 from pipeline.cli.lock import writer
@@ -81,7 +82,7 @@ def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, n
     if _as_build_step(ctx, "agree", standalone, {"--snapshot": snapshot, "--skip-other-versions": skip_other_versions},
                       text_similarity=False if no_text else None, bootstrap_samples=bootstrap, seed=seed):
         if open_report:
-            click.launch(str(project.build / "agreement" / "report.html"))
+            click.launch(str(layout.agreement_dir(project) / "report.html"))
         return
     settings = _settings(ctx, bootstrap_samples=bootstrap, seed=seed)
     bar = _Bar()
@@ -169,7 +170,7 @@ def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no
     with err_console.status("settling answers and writing gold rows..."):
         summary = run_gold(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)
     console.print(f"gold: {len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
-                  f"{project.rel_or_abs(project.build / 'gold' / 'benchmark.jsonl')}; "
+                  f"{project.rel_or_abs(layout.gold_file(project))}; "
                   f"{len(summary.sessions_pending)} session(s) pending, {summary.queue_items} field(s) in the "
                   "adjudication queue", highlight=False)
     for session_id, reason in sorted(summary.sessions_pending.items())[:20]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from pipeline import layout
 from pipeline.cli.aliases import run_stages
 from pipeline.cli.console import console
 from pipeline.cli.executor import with_executor
@@ -134,7 +135,7 @@ def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], reference
     result = score_sessions(project, context.select(session_ids), references, collar=collar,
                             skip_overlap=skip_overlap, encoding=context.settings.speech.subtitle_encoding)
     text = json.dumps(result, indent=2)
-    out = project.build / "scores" / "transcript_scores.json"
+    out = layout.scores_dir(project) / "transcript_scores.json"
     write_text_atomic(out, text + "\n")
     if as_json:
         click.echo(text)

@@ -12,25 +12,27 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
+from pipeline import layout
 from pipeline.cli.console import console, err_console, line, styled
 from pipeline.cli.lock import writer
 from pipeline.cli.options import project_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
+from pipeline.tasks.instances import TASKS  # the names only: the registry stays unimported for --help
 
 if TYPE_CHECKING:
     from pipeline.settings import SettingsOverrides
     from pipeline.tasks.compare import Comparison
     from pipeline.tasks.judge import JudgeOptions
 
-TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
+TASK_CHOICE = click.Choice(TASKS)
 
 
 def _release_dir(project: Project, given: Path | None) -> Path:
     """The given release, else the only one under build/release/."""
     if given:
         return given
-    base = project.build / "release"
+    base = layout.releases_dir(project)
     found = sorted(p for p in base.iterdir() if (p / "MANIFEST.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
         raise RescueError(f"{'no release' if not found else f'{len(found)} releases'} under {base}",

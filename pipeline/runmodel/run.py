@@ -44,7 +44,8 @@ from pipeline.schema import AnnotationSchema
 from pipeline.store import sha256_json, write_text_atomic
 from pipeline.tasks.instances import TASKS
 from pipeline.tasks.manifest import MANIFEST_HASH, read_listed_jsonl, read_manifest
-from pipeline.tasks.modes import VIDEO_MODE, check_mode, in_mode, video_attachments
+from pipeline.tasks.modes import VIDEO_MODE, in_mode, video_attachments
+from pipeline.tasks.registry import check_mode
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import THERAPIST, CatalogEntry
+from pipeline.span import Span
 from pipeline.speech.records import SpeakerTurn, SpeechSegment
 from pipeline.speech.carry_over import Carried
 from pipeline.speech.settings import RowSettings
@@ -71,13 +72,14 @@ def propose(turns: Sequence[SpeakerTurn], named: Sequence[SpeechSegment], allowe
     first: dict[str, float] = {}
     cues = sorted(named, key=lambda s: s.start)
     for turn in turns:
+        span = Span(turn.start, turn.end)
         speech[turn.label] = speech.get(turn.label, 0.0) + turn.end - turn.start
         first.setdefault(turn.label, turn.start)
         per = overlap.setdefault(turn.label, {})
         for cue in cues:
             if cue.start >= turn.end:
                 break
-            shared = min(turn.end, cue.end) - max(turn.start, cue.start)
+            shared = span.overlap(cue)
             if shared > 0 and cue.speaker_name:
                 key = canonical(cue.speaker_name, allowed, names_map) or f"?{cue.speaker_name}"
                 per[key] = per.get(key, 0.0) + shared

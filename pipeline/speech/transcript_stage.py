@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.errors import RescueError
 from pipeline.media import ffmpeg_adapter
 from pipeline.progress import advance
@@ -20,7 +21,7 @@ from pipeline.speech.rows import Unit, build_rows
 from pipeline.speech.subtitles import cue_segments, read_subtitles
 from pipeline.transcripts import ROWS_FILE, clip_end, write_rows
 
-AREA = "transcripts"
+AREA = layout.TRANSCRIPTS_AREA
 RECORD_NAME = "summary.json"
 CLIPS_FOLDER = "clips"
 

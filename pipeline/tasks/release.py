@@ -42,12 +42,12 @@ from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.croissant import FILE_NAME as CROISSANT_FILE
 from pipeline.tasks.croissant import croissant_bytes
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
-from pipeline.tasks.instances import TASK_TITLES, TASKS
+from pipeline.tasks.instances import TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
 from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes
 from pipeline.tasks.media import MEDIA_FOLDER, ClipIndex, MediaRecords, pack_clips
-from pipeline.tasks.modes import VIDEO_TASKS
 from pipeline.tasks.parquet_files import parquet_bytes, parquet_columns, polars_version, pyarrow_version
+from pipeline.tasks.registry import TASK_SPECS, VIDEO_TASKS
 from pipeline.tasks.release_card import CardSettings, check_public
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
@@ -66,9 +66,6 @@ FORMAT = "rescue-release-1"
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_LICENSE = "other"   # the rebuilt data carries the source videos' licence, which the project does not own
 LICENSE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-DISTRIBUTION_AXES = {"er": "gold intensity", "vp": "gold viewpoints per instance", "rpp": "relation label",
-                     "itp": "should the therapist speak next?", "stp": "kind of support target",
-                     "ssp": "support strategy"}
 
 
 class ModelVersion(Record):
@@ -230,8 +227,8 @@ def figure_jobs(stats: dict[str, Any]) -> list[tuple[str, str, tuple]]:
                      (t["labels"], t["row_normalised"], t["counts"], title)))
     for task in TASKS:
         jobs.append((f"figures/labels_{task}.png", "distribution",
-                     (f"{task.upper()} ({TASK_TITLES[task]}): gold labels", stats["label_distributions"][task],
-                      DISTRIBUTION_AXES[task])))
+                     (f"{task.upper()} ({TASK_SPECS[task].title}): gold labels", stats["label_distributions"][task],
+                      TASK_SPECS[task].distribution.axis)))
     return jobs
 
 
