@@ -60,7 +60,8 @@ def one_task(release: Path, task: str, repeats: int) -> dict[str, Any]:
     from pipeline.llm.request import payload_digest
     from pipeline.runmodel.audit import gate
     from pipeline.runmodel.batches import batch_request, make_batches
-    from pipeline.runmodel.prompts import ID_KEYS, system_prompt
+    from pipeline.runmodel.prompts import system_prompt
+    from pipeline.tasks.registry import task_spec
     from pipeline.runmodel.run import task_records
     from pipeline.runmodel.run_log import RunLog
     from pipeline.runmodel.settings import RunModelSettings
@@ -82,7 +83,7 @@ def one_task(release: Path, task: str, repeats: int) -> dict[str, Any]:
     outcomes = []
     for batch in gated.batches:
         content = json.dumps({"sample_id": batch.sample_id, "predictions": [
-            {ID_KEYS[task]: r["id"], **answer_fields(task, r)} for r in batch.records]})
+            {task_spec(task).prompt.id_key: r["id"], **answer_fields(task, r)} for r in batch.records]})
         outcomes.append(ChatAnswer(content=content, finish_reason="stop", refusal="", prompt_tokens=1000,
                                    completion_tokens=len(content) // 4, cached=False))
     best: dict[str, float] = {}

@@ -16,6 +16,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from pipeline import layout
 from pipeline.annotate.gateway_process import gateway_url
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.project import Project
@@ -70,5 +71,5 @@ def link_base(project: Project, settings: AnnotateSettings) -> str:
     external = os.environ.get("LABEL_STUDIO_URL", "").strip()
     if external:
         return without_credentials(external)
-    port = settings.gateway_port or remembered_gateway_port(project.build / "labelstudio")
+    port = settings.gateway_port or remembered_gateway_port(layout.labelstudio_dir(project))
     return gateway_url(settings.gateway_host, port) if port else ""

@@ -22,9 +22,9 @@ from pipeline.llm.request import ChatRequest
 from pipeline.runmodel.answers import read_batch
 from pipeline.runmodel.batches import Batch
 from pipeline.runmodel.log_records import RequestLog, SampleLog, user_text
-from pipeline.runmodel.prompts import ID_KEYS
 from pipeline.store import write_text_atomic
 from pipeline.tasks.modes import video_attachments
+from pipeline.tasks.registry import task_spec
 
 
 def _short_media(payload: dict[str, Any], clips: list[str]) -> dict[str, Any]:
@@ -62,7 +62,7 @@ def _answer_items(task: str, outcome: Outcome) -> dict[str, list[Any]]:
     items = document.get("predictions") if isinstance(document, dict) else None
     given: dict[str, list[Any]] = {}
     for item in items if isinstance(items, list) else []:
-        pid = item.get(ID_KEYS[task]) if isinstance(item, dict) else None
+        pid = item.get(task_spec(task).prompt.id_key) if isinstance(item, dict) else None
         if isinstance(pid, str):
             given.setdefault(pid, []).append(item)
     return given
@@ -76,7 +76,7 @@ def _spans(task: str, batch: Batch, text: str) -> dict[str, tuple[int, int]]:
     starts = []
     cursor = 0
     for pid in batch.ids:
-        start = text.find(f'{{"{ID_KEYS[task]}": {json.dumps(pid, ensure_ascii=False)}', cursor)
+        start = text.find(f'{{"{task_spec(task).prompt.id_key}": {json.dumps(pid, ensure_ascii=False)}', cursor)
         if start < 0:
             return {}
         starts.append(start)
