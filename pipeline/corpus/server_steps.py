@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
+from pipeline.annotate.drafted import drafts_origin
 from pipeline.annotate.guards import guards_of
 from pipeline.annotate.integrity_notes import pull_notes, push_notes
 from pipeline.annotate.push import draft_notes, push_rows
@@ -79,7 +80,8 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
             and _projects_unchanged(server, done.detail.get("projects"))):
         guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)
         ctx.record("push", "up to date", f"every row already has its task in the projects of {len(roster)} "
-                                         "annotator(s)", [stranger_line(s) for s in guards.strangers])
+                                         "annotator(s)", [drafts_origin(ctx.project.build, tuple(ctx.rows)),
+                                                          *(stranger_line(s) for s in guards.strangers)])
         return
     summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema,
                         annotators=roster)
@@ -90,7 +92,7 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
              "time overlap, or quarantines them with the reason)" for p in summary.projects if p.stale]
     notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
               for p in summary.projects if p.duplicates]
-    notes += draft_notes(summary) + push_notes(summary)
+    notes += [drafts_origin(ctx.project.build, tuple(ctx.rows)), *draft_notes(summary), *push_notes(summary)]
     if not roster:
         notes.append("no annotators yet: add them with `rescue annotators add EMAIL...`")
     if summary.sessions_without_rows:
