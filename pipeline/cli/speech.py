@@ -104,9 +104,11 @@ def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) ->
                       f"{project.rel(snippets_dir(project, entry.session_id))}/", highlight=False)
         for proposal in written.proposals.values():
             carried = written.carried.get(proposal.label)
-            mark = "ok " if proposal.confident or carried else "?? "
-            name = carried.name if carried else proposal.name
-            why = (f"carried from {' + '.join(carried.old_labels)} ({carried.share:.0%} overlap)" if carried
+            yours = written.kept.get(proposal.label)  # a name the person wrote: it stands, whatever was proposed
+            mark = "ok " if yours or proposal.confident or carried else "?? "
+            name = yours or (carried.name if carried else proposal.name)
+            why = ("yours, kept from the file" if yours else
+                   f"carried from {' + '.join(carried.old_labels)} ({carried.share:.0%} overlap)" if carried
                    else proposal.evidence)
             console.print(f"  {mark}{proposal.label} -> {name or '(unknown)'}: {why}", highlight=False)
         for warning in written.warnings:
