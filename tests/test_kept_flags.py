@@ -29,7 +29,8 @@ from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
 
-MINE = '[project]\nname = "mine"\n\n# my settings, with a comment kept\n[tool.rescue.ingest]\nkeyframe_interval = 5.0  # why\n'
+MINE = ('[project]\nname = "mine"\n\n# my settings, with a comment kept\n[tool.rescue.ingest]\n'
+        'keyframe_interval = 5.0  # why\n')
 
 
 @pytest.fixture
