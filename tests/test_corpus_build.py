@@ -193,6 +193,7 @@ def test_single_step_commands_are_the_builds_steps(corpus: Project) -> None:
 def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus: Project,
                                                                           labelstudio_template: Path) -> None:
     old_release = instance_lines(corpus.build / "release" / "v1")
+    snapshots_before = sorted((corpus.build / "annotations").iterdir())
     folder = corpus.raw_video / "more"
     folder.mkdir()
     for suffix in (".mp4", ".srt"):
@@ -212,6 +213,9 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
     assert (f"push: ran - {team * imported} task(s) imported (couple {team * imported}, family 0), "
             f"{team * before} already there, in the own projects of {team} annotator(s)") in output
     assert f"{NEW_SESSION}: no annotations pulled yet" in output  # reported, and left out of the release
+    # its tasks changed the server's exports, not what the annotators said: no new, identical snapshot (issue 22)
+    assert "pull: up to date - the server's exports changed (tasks or drafts), its annotations did not" in output
+    assert sorted((corpus.build / "annotations").iterdir()) == snapshots_before
     assert "freeze: up to date - release v1: 2 session(s)" in output
 
     live = LiveServer(corpus, server.ServerPaths.of(corpus), labelstudio_template)

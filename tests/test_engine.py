@@ -185,8 +185,10 @@ def test_a_session_without_its_speaker_mapping_holds_back_only_itself(corpus_wit
     # the corpus steps ran for the two ready sessions, without the failed one
     assert "push: ran - " in output and "pull: ran - snapshot" in output
     assert "gold: ran - 2 session(s)" in output and "freeze: ran - release v1: 2 session(s)" in output
-    assert re.search(rf"waiting: {re.escape(UNMAPPED)} waits at rows \(failed: .*no confident name.*\); left out of "
+    assert re.search(rf"waiting: {re.escape(UNMAPPED)} waits at rows \(failed: the error above\); left out of "
                      r"push, .*freeze until it has rows", output), output
+    assert output.count("no confident name") == 1  # the stop is printed once (issue 22), its evidence below it
+    assert re.search(r"(?m)^    SPEAKER_\d+: .* of speech", output), output
     assert f"{UNMAPPED}: no transcript rows yet" in output  # listed as pending, never left out silently
     manifest = json.loads((project.build / "release" / "v1" / "MANIFEST.json").read_text())
     assert manifest["gold"]["sessions"] == 2

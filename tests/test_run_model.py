@@ -178,7 +178,9 @@ def test_itp_run_faults_scores_cache_and_record(release: Path, tmp_path: Path) -
     assert counts["unanswered_by_reason"] == {"invalid_answer": 1, "invalid_json": 2, "missing_id": 1,
                                               "repeated_id": 1}
     assert counts["unknown_ids_in_answers"] == 1
-    assert result.record["tokens"] > 0 and again.record["tokens"] == 0  # cached answers cost nothing
+    # cached answers cost nothing: the re-run adds zero to what the run spent, and the record keeps that (issue 22)
+    assert result.record["tokens"] > 0 and again.record["tokens"] == result.record["tokens"]
+    assert [entry["tokens"] for entry in again.record["spent"]] == [result.record["tokens"], 0]
     assert again.record["answer_tokens"] == result.record["answer_tokens"] > 0
     assert again.record["counts"]["cached"] == 4 and again.record["counts"]["sent"] == 0
     assert lines(again.folder / RUN_PREDICTIONS) == lines(folder / RUN_PREDICTIONS)  # no duplicates either
@@ -253,6 +255,10 @@ def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release:
         assert json.loads((done.folder / RUN_SCORES).read_text()) == scores  # same answers: the scores stand
     assert lines(done.folder / RUN_UNANSWERED) == []
     assert done.record["counts"]["cached"] == 1 and done.record["counts"]["answered"] == 10
+    # what each invocation spent adds up: the completing run adds its tokens, the cached one adds zero
+    assert done.stats.tokens > 0 and done.record["tokens"] == stopped.record["tokens"] + done.stats.tokens
+    assert again.record["tokens"] == done.record["tokens"] and again.record["spent"][-1]["tokens"] == 0
+    assert len(again.record["spent"]) == 3
     assert sorted(p["id"] for p in lines(done.folder / RUN_PREDICTIONS)) == sorted(truth)
 
 

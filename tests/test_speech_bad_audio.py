@@ -72,8 +72,9 @@ def test_more_voices_than_the_catalog_lists_stop_with_a_clear_message(built_samp
     named = named_segments(built_samples, entry, context.settings, [], "whisperx")
     with pytest.raises(RescueError) as caught:
         plan_speakers(built_samples, entry, context.settings, result.turns, "x", named, labels, {})
-    message = caught.value.message
-    assert "no confident name" in message and "'Daniel'" in message and "not in the catalog's participants" in message
+    message = str(caught.value)  # the first line, then each label's evidence on a line of its own
+    assert "no confident name" in caught.value.message and "'Daniel'" not in caught.value.message
+    assert "'Daniel'" in message and "not in the catalog's participants" in message
     assert "Maya, Therapist" in caught.value.fix and "rescue speakers" in caught.value.fix
 
 

@@ -41,8 +41,12 @@ def _settings(ctx: click.Context, **flags: Any):  # noqa: ANN202 - AgreementSett
 
 def _as_build_step(ctx: click.Context, step: str, standalone: bool, one_off: dict[str, object],
                    **flags: Any) -> bool:
-    """`ran_as_build_step` with the flags given as `[tool.rescue.agreement]` overrides."""
-    return ran_as_build_step(project_of(ctx), step, _overrides(ctx, **flags), standalone, one_off)
+    """`ran_as_build_step` with the flags given as `[tool.rescue.agreement]` overrides; run as the build's step,
+    they are kept in the settings file (kept_flags: the next build makes the same report and gold)."""
+    from pipeline.settings import SettingsOverrides
+
+    return ran_as_build_step(project_of(ctx), step, _overrides(ctx, **flags), standalone, one_off,
+                             kept=SettingsOverrides.of("agreement", flags))
 
 
 class _Bar:

@@ -46,6 +46,8 @@ class RescueGroup(click.Group):
             err_console.print(line(styled("error:", "bold red"), " ", error.message))
             if error.fix:
                 err_console.print(line("  ", styled("fix:", "bold"), " ", error.fix))
+            for detail in getattr(error, "details", ()):
+                err_console.print(f"    {detail}", highlight=False)
             sys.exit(1)
 
 

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from pipeline.agreement.inputs import snapshot_files
 from pipeline.annotate import server as ls_server
+from pipeline.annotate.drafted import drafts_origin
 from pipeline.catalog import load_catalog
 from pipeline.corpus.context import CorpusContext, StepOutcome
 from pipeline.corpus.gold_steps import adjudicate_out_of_date, adjudicate_step, agree_step, gold_step
@@ -170,7 +171,8 @@ def build_corpus(project: Project, *, steps: Collection[str] | None = None,
                 ctx.record("server", "not needed", "Label Studio's database is unchanged since the last build")
             for step in ("push", "sample-annotations", "pull"):
                 if step in steps:
-                    ctx.record(step, "up to date", "nothing can have changed on the server")
+                    ctx.record(step, "up to date", "nothing can have changed on the server",
+                               [drafts_origin(project.build, tuple(ctx.rows))] if step == "push" else [])
             if "adjudicate" in steps:
                 with _step(ctx, "adjudicate"):
                     adjudicate_step(ctx, None)

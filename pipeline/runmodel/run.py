@@ -115,6 +115,10 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
 
     media = "data URLs" if not settings.media_base_url else f"URLs on {host_of(settings.media_base_url)}"
     kinds = Counter(item["reason"].split(":", 1)[0] for item in result.unanswered)
+    finished = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    spent = [*_spent_before(folder, run_id), {"finished_utc": finished, "tokens": stats.tokens, "cost": stats.cost,
+                                              "sent": stats.answers, "cached": stats.cache_hits}]
+    costs = [entry["cost"] for entry in spent if isinstance(entry.get("cost"), (int, float))]
     record = {
         "run_id": run_id, "task": task, "mode": mode, "model": settings.model,
         "endpoint_host": settings.endpoint_host, "api_key_env": settings.api_key_env,
@@ -134,14 +138,31 @@ def run_model(project: Project, release: Path, task: str, mode: str, settings: R
                    "unanswered_by_reason": dict(sorted(kinds.items())), "unknown_ids_in_answers": result.unknown_ids,
                    "damaged_cache_entries": len(stats.damaged_cache)},
         "left_out_of_mode": left_out,
-        "tokens": stats.tokens, "cost": stats.cost,  # spent by this run's requests (cached answers are free)
+        # spent by this run's requests over every invocation: a cached re-run adds its own (zero), never replaces
+        "tokens": sum(int(entry.get("tokens") or 0) for entry in spent), "cost": sum(costs) if costs else None,
+        "spent": spent,
         "answer_tokens": sum(o.prompt_tokens + o.completion_tokens for o in outcomes if isinstance(o, ChatAnswer)),
         "code_version": __version__,
-        "finished_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "finished_utc": finished,
     }
     _write_run(folder, result.predictions, result.unanswered, record,
                write_log=lambda: log.finish(outcomes, gated.refused))
     return RunResult(folder, record, stats)
+
+
+def _spent_before(folder: Path, run_id: str) -> list[dict[str, Any]]:
+    """What earlier invocations of this run spent, from its run.json (one written before `spent` was recorded
+    counts as one invocation with its `tokens` and `cost`); nothing for a new folder or another run's."""
+    try:
+        earlier = json.loads((folder / RUN_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(earlier, dict) or earlier.get("run_id") != run_id:
+        return []
+    if isinstance(earlier.get("spent"), list):
+        return [entry for entry in earlier["spent"] if isinstance(entry, dict)]
+    return [{"finished_utc": earlier.get("finished_utc"), "tokens": earlier.get("tokens") or 0,
+             "cost": earlier.get("cost")}]
 
 
 def _jsonl(records: list[dict[str, Any]]) -> str:

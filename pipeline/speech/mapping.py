@@ -150,7 +150,8 @@ def render_mapping(entry: CatalogEntry, turns_sha256: str, proposals: dict[str, 
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Speaker mapping for session {entry.session_id}, written by `rescue speakers`."))
     doc.add(tomlkit.comment(f"Map every diarization label to one of: {', '.join(allowed)}. Several labels may"))
-    doc.add(tomlkit.comment("name the same person. Leave a value empty only for a label that says nothing."))
+    doc.add(tomlkit.comment("name the same person. Write the name of every label whose value is empty (check the"))
+    doc.add(tomlkit.comment("ones proposed without confidence); leave one empty only for a label that says nothing."))
     doc.add(tomlkit.comment("Listen to the snippets listed above each label (16 kHz WAV, the start of its longest"))
     doc.add(tomlkit.comment("turns) before you decide."))
     for note in notes:
@@ -172,10 +173,10 @@ def render_mapping(entry: CatalogEntry, turns_sha256: str, proposals: dict[str, 
                       f"({found.share:.0%} of its speech overlaps their turns)")
             if proposal.confident and proposal.name != found.name:
                 status += f"; CHECK: subtitles propose {proposal.name}"
-        else:
+        else:  # the comment says what was proposed, so it stays true once the person has written the name
             value = proposal.name
-            status = ("proposed, confident" if proposal.confident else "NOT CONFIDENT: check" if value
-                      else "UNKNOWN: fill in")
+            status = (f"proposed {value}, confident" if proposal.confident else
+                      f"proposed {value}, not confident" if value else "no name proposed")
         item = tomlkit.string(value)
         item.comment(f"{status} -- {proposal.evidence}")
         labels.add(label, item)
