@@ -17,7 +17,8 @@ from tests.media import make_video
 # The shared fixtures, as plugins (never star-imported into test modules). The expensive ones are session-scoped:
 # the speech build of the samples, the migrated Label Studio database, the first corpus build (copied per test).
 # tests.markers marks each test by the fixtures it uses (slow, labelstudio, browser); see docs/build.md.
-pytest_plugins = ["tests.speech_fixtures", "tests.labelstudio_fixtures", "tests.corpus_fixtures", "tests.markers"]
+pytest_plugins = ["tests.speech_fixtures", "tests.labelstudio_fixtures", "tests.corpus_fixtures",
+                  "tests.release_fixtures", "tests.markers"]
 
 
 @pytest.fixture

@@ -227,8 +227,8 @@ def test_the_architecture_page_shows_the_graph_generated_from_the_declarations()
 # -- one freeze, one set of defaults -----------------------------------------------------------------------------
 
 def test_freezing_a_gold_file_takes_the_builds_release_defaults(project: Project) -> None:
-    from tests.test_release import gold_sessions
-    from tests.test_release_trust import write_gold
+    from tests.release_inputs import gold_sessions
+    from tests.release_inputs import write_gold
 
     shutil.copytree(REPO / "annotation_schemas", project.schemas)
     (project.root / "pyproject.toml").write_text('[tool.rescue.build]\nrelease_version = "r9"\n'

@@ -24,7 +24,7 @@ from pipeline.corpus.build import _step
 from pipeline.corpus.context import CorpusContext
 from pipeline.errors import RescueError
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
-from tests.test_release_cli import published_benchmark
+from tests.release_inputs import published_benchmark
 
 
 @contextmanager
