@@ -13,6 +13,8 @@ import pytest
 LABEL_STUDIO_FIXTURES = frozenset({"labelstudio_template", "ls_server", "built_corpus", "corpus_copy"})
 # The real speech models on both sample sessions (built once per run, but a minute or more when first asked for).
 SPEECH_FIXTURES = frozenset({"built_samples", "copy_built"})
+# A Ray cluster (tests/ray_cluster.py), started per module.
+RAY_FIXTURES = frozenset({"ray_cluster"})
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -20,5 +22,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         used = set(getattr(item, "fixturenames", ()))
         if used & LABEL_STUDIO_FIXTURES:
             item.add_marker(pytest.mark.labelstudio)
-        if used & (LABEL_STUDIO_FIXTURES | SPEECH_FIXTURES) or item.get_closest_marker("browser"):
+        if used & (LABEL_STUDIO_FIXTURES | SPEECH_FIXTURES | RAY_FIXTURES) or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
