@@ -161,7 +161,7 @@ def test_a_boolean_is_not_an_intensity(tmp_path: Path) -> None:
     from pipeline.tasks.evaluate import evaluate
     from pipeline.tasks.release import freeze_release
     from pipeline.tasks.settings import TaskSettings
-    from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
+    from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions
 
     release = tmp_path / "v1"
     freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, release, schema=SCHEMA)

@@ -28,7 +28,6 @@ from pipeline.annotate.push import push_rows
 from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.schema import load_schema
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 
 ANN1, ANN2 = "ann1@example.org", "ann2@example.org"

@@ -166,6 +166,7 @@ def test_killed_worker_during_transcribe_is_retried_without_debris_or_duplicates
     assert len(manifest) == 2
 
 
+@pytest.mark.slow  # a Ray cluster the test starts itself
 def test_build_folder_that_a_node_cannot_see_is_a_clear_error(tmp_path: Path, token_file: Path,
                                                                sample_project: Project) -> None:
     """A second node joins in its own mount namespace where an empty tmpfs covers the project's build/: on that

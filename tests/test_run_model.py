@@ -5,7 +5,7 @@ model: a real HTTP server on 127.0.0.1 that speaks the chat-completions contract
 JSON mode). It answers from the release's gold for some ids, wrongly for others, leaves ids out, repeats one,
 sends invalid JSON, HTTP 429 with Retry-After, HTTP 500 and no answer within the timeout. The client, the SDK,
 HTTP, the cache and `rescue evaluate` are all real; the release is frozen from the small hand-made gold
-sessions of tests/test_release.py (no speech models needed).
+sessions of tests/release_inputs.py (no speech models needed).
 """
 
 from __future__ import annotations
@@ -34,67 +34,16 @@ from pipeline.runmodel.settings import RunModelSettings
 from pipeline.tasks.evaluate import evaluate
 from pipeline.tasks.manifest import MANIFEST, file_entry
 from pipeline.tasks.modes import VIDEO_MODE
-from pipeline.tasks.release import freeze_release
 from pipeline.tasks.runs import read_run, score_run
-from pipeline.tasks.settings import TaskSettings
 from tests.chat_server import ChatServer, Received, Reply
-from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
+from tests.release_inputs import SCHEMA
+from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, records, settings
 
-KEY_ENV = "RESCUE_TEST_RUN_MODEL_KEY"
-KEY = "sk-test-run-model-7c1e9a2f44b04d0fa3b5e6d8c9f01234"  # made up: the server checks it, the tests look for it
-ENV = {KEY_ENV: KEY}
 ID_KEY = {"itp": "candidate_id", "ssp": "turn_id", "er": "checkpoint_id"}
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("release") / "v1"
-    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
-    return out
-
-
-def records(release: Path, task: str, folder: str = "tasks") -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (release / f"{folder}/{task}.jsonl").read_text().splitlines()]
-
-
-def gold(release: Path, task: str) -> dict[str, dict[str, Any]]:
-    return {r["id"]: r["gold"] for r in records(release, task, "gold")}
-
-
-def asked(body: dict[str, Any]) -> dict[str, Any]:
-    """The batch document of a request (the JSON after the user text's first line)."""
-    content = body["messages"][-1]["content"]
-    text = content if isinstance(content, str) else next(i["text"] for i in content if i["type"] == "text")
-    return json.loads(text.split("\n\n", 1)[1])
-
-
-def settings(server: ChatServer, **extra: Any) -> RunModelSettings:
-    values: dict[str, Any] = dict(base_url=server.base_url, model="stand-in-model", api_key_env=KEY_ENV,
-                                  timeout_s=1.0, max_retries=2, backoff_s=0.01, concurrency=4)
-    return RunModelSettings(**(values | extra))
-
-
-def answer(sample_id: str, predictions: list[dict[str, Any]]) -> Reply:
-    return Reply(content=json.dumps({"sample_id": sample_id, "predictions": predictions}))
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def flip(value: str) -> str:
     return "no" if value == "yes" else "yes"
-
-
-def itp_truthful(truth: dict[str, dict[str, Any]]) -> Callable[[Received], Reply]:
-    """A stand-in model that answers every ITP target of a request with its gold."""
-
-    def respond(received: Received) -> Reply:
-        document = asked(received.body)
-        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
-            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
-
-    return respond
 
 
 def itp_responder(truth: dict[str, dict[str, Any]], first_id: str) -> Callable[[Received], Reply]:

@@ -29,21 +29,9 @@ from pipeline.runmodel.settings import RunModelSettings
 from pipeline.tasks.manifest import MANIFEST, file_entry
 from pipeline.tasks.runs import read_run, score_run
 from tests.chat_server import ChatServer, Received, Reply
-from tests.test_judge import make_run
-from tests.test_run_model import (
-    ENV,
-    KEY,
-    KEY_ENV,
-    SCHEMA,
-    answer,
-    asked,
-    gold,
-    itp_truthful,
-    lines,
-    records,
-    release,  # noqa: F401 (the module-scoped release fixture)
-    settings,
-)
+from tests.release_inputs import SCHEMA
+from tests.run_folders import make_run
+from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, records, settings
 
 ID = {"itp": "candidate_id", "stp": "turn_id", "er": "checkpoint_id", "vp": "checkpoint_id", "rpp": "turn_id",
       "ssp": "turn_id"}
