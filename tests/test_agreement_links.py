@@ -24,9 +24,8 @@ from pipeline.annotate.results import encode
 from pipeline.cli import main
 from pipeline.schema import load_schema
 from tests.annotate_values import COUPLE_ENTITIES, client_values
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
-from tests.test_gateway import log_in
+from tests.web_session import log_in
 
 ANN_A, ANN_B, ADJUDICATOR = "ann.a@example.org", "ann.b@example.org", "lead@example.org"
 AGREEMENT = AgreementSettings(text_similarity=False, bootstrap_samples=50, adjudicators=(ADJUDICATOR,))

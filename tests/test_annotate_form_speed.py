@@ -23,7 +23,6 @@ from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
 from tests.annotate_values import COUPLE_ENTITIES, client_values
 from tests.form_driver import FormDriver
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer, write_truth_rows
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -24,7 +24,6 @@ from pipeline.media.register import register_session
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.settings import IngestSettings
-from pipeline.store import sha256_file
 from tests.media import make_video
 
 RULE = "rule: a participant name is one name on one line"

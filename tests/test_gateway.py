@@ -11,8 +11,6 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,21 +27,9 @@ from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.schema import load_schema
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
+from tests.web_session import log_in
 
 ANN1, ANN2 = "ann1@example.org", "ann2@example.org"
-
-
-@contextmanager
-def log_in(base_url: str, email: str, password: str) -> Iterator[httpx.Client]:
-    """A browser-like session (the login form), sending Django's CSRF token with every call as the UI does."""
-    with httpx.Client(base_url=base_url, follow_redirects=False, timeout=60) as web:
-        web.get("/user/login/")
-        response = web.post("/user/login/", data={"email": email, "password": password,
-                                                  "csrfmiddlewaretoken": web.cookies.get("csrftoken", "")},
-                            headers={"Referer": f"{base_url}/user/login/"})
-        assert response.status_code in (302, 303), f"login of {email} at {base_url} failed"
-        web.headers["X-CSRFToken"] = web.cookies.get("csrftoken", "")
-        yield web
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from pipeline.preannotate.drafts import SessionDrafts, drafts_path
 from pipeline.project import Project
 from pipeline.sample.annotators import ANNOTATORS
 from pipeline.settings import SettingsOverrides, load_settings
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
 
@@ -111,7 +110,7 @@ def test_a_project_without_pyproject_gets_one_holding_just_the_setting(project: 
 
 @pytest.fixture
 def corpus(built_samples: Project, labelstudio_template: Path, tmp_path: Path) -> Iterator[Project]:
-    from tests.test_corpus_build import copy_project
+    from tests.corpus_fixtures import copy_project
 
     project = copy_project(built_samples, tmp_path / "corpus", labelstudio_template)
     try:
@@ -124,7 +123,7 @@ def test_gold_model_drafts_survive_the_next_push_and_are_what_label_studio_gets(
         corpus: Project, labelstudio_template: Path) -> None:
     from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
     from pipeline.schema import load_schema
-    from tests.test_preannotate import sample_session, write_gold
+    from tests.sample_gold import sample_session, write_gold
 
     schema = load_schema(corpus.schemas / "rescue-v1.yaml")
     write_gold(corpus.root / "sample_gold.jsonl",

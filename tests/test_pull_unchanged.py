@@ -16,7 +16,6 @@ from pipeline.annotate.push import push_rows
 from pipeline.annotate.results import encode
 from pipeline.schema import AnnotationSchema, load_schema
 from tests.annotate_values import COUPLE_ENTITIES, client_values
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, add_catalog_copy, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"

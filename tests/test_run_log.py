@@ -19,17 +19,26 @@ from click.testing import CliRunner
 
 from pipeline.cli.app import main
 from pipeline.errors import RescueError
-from pipeline.layout import (RUN_PREDICTIONS, RUN_RECORD, RUN_REQUESTS, RUN_REQUESTS_PARTIAL, RUN_SAMPLE_SCORES,
-                             RUN_SAMPLES, RUN_SAMPLES_PARTIAL, RUN_SCORES, RUN_UNANSWERED)
+from pipeline.layout import (
+    RUN_PREDICTIONS,
+    RUN_RECORD,
+    RUN_REQUESTS,
+    RUN_REQUESTS_PARTIAL,
+    RUN_SAMPLE_SCORES,
+    RUN_SAMPLES,
+    RUN_SAMPLES_PARTIAL,
+    RUN_SCORES,
+    RUN_UNANSWERED,
+)
 from pipeline.project import Project
 from pipeline.runmodel.log_records import user_text
 from pipeline.runmodel.run import run_model
 from pipeline.tasks.modes import VIDEO_MODE
 from pipeline.tasks.runs import read_run, score_run
 from tests.chat_server import ChatServer, Received, Reply
-from tests.test_release import SCHEMA
-from tests.test_run_model import (ENV, KEY, answer, asked, flip, gold, lines, records, release, settings,  # noqa: F401
-                                  with_media)
+from tests.release_inputs import SCHEMA
+from tests.run_model_releases import flip, self_leaking_release, with_media
+from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, records, settings
 
 HEADER_SECRET = "hdr-secret-5b7d0c1e9f"  # an extra header's value: sent, never logged
 SCRIPT = "<script>alert('x')</script>"
@@ -250,7 +259,6 @@ def test_a_run_without_a_log_says_how_to_get_one(release: Path, tmp_path: Path) 
 
 
 def test_refused_and_unsent_instances_are_logged_with_their_reasons(release: Path, tmp_path: Path) -> None:  # noqa: F811
-    from tests.test_run_model_leaks import self_leaking_release
 
     broken = tmp_path / "v1"
     refused = self_leaking_release(release, broken)
@@ -283,7 +291,6 @@ def test_run_model_names_the_show_run_command_that_reads_it(release: Path, tmp_p
     import re
     import shutil
 
-    from tests.test_run_model import KEY_ENV, itp_truthful
 
     root = tmp_path / "project"
     shutil.copytree(Path(__file__).resolve().parents[1] / "annotation_schemas", root / "annotation_schemas")

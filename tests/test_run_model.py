@@ -32,18 +32,15 @@ from pipeline.runmodel.prompts import PROMPT_VERSION, system_prompt
 from pipeline.runmodel.run import run_model
 from pipeline.runmodel.settings import RunModelSettings
 from pipeline.tasks.evaluate import evaluate
-from pipeline.tasks.manifest import MANIFEST, file_entry
+from pipeline.tasks.manifest import MANIFEST
 from pipeline.tasks.modes import VIDEO_MODE
 from pipeline.tasks.runs import read_run, score_run
 from tests.chat_server import ChatServer, Received, Reply
 from tests.release_inputs import SCHEMA
+from tests.run_model_releases import clip_of, flip, with_media
 from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, records, settings
 
 ID_KEY = {"itp": "candidate_id", "ssp": "turn_id", "er": "checkpoint_id"}
-
-
-def flip(value: str) -> str:
-    return "no" if value == "yes" else "yes"
 
 
 def itp_responder(truth: dict[str, dict[str, Any]], first_id: str) -> Callable[[Received], Reply]:
@@ -250,46 +247,6 @@ def test_answers_are_normalised_never_guessed() -> None:
 
 
 # --- the video mode: records with the media keys the release documents (pipeline/tasks/modes.py) ---
-
-def clip_of(sample_id: str, row: int) -> str:
-    return f"media/{sample_id}/row{row:03d}.mp4"
-
-
-def with_media(release: Path, out: Path, tasks: tuple[str, ...] = ("er", "ssp"), no_clips: str = "family") -> Path:
-    """A copy of the release whose ER/SSP records carry clips as modes.py documents them (the media branch
-    writes these; here they are added by hand, with small files standing in for the clips' bytes, which
-    nothing here decodes) and whose manifest lists the changed task files. Rows of the `no_clips` scenario
-    get none (as the paper's family samples), so their SSP instances have no context clip."""
-    shutil.copytree(release, out)
-    manifest = json.loads((out / MANIFEST).read_text())
-    for task in tasks:
-        changed = []
-        for record in records(out, task):
-            attachments = []
-            for row in record["prior_context"]:
-                if record["scenario"] == no_clips:
-                    continue
-                row["clip_path"] = clip_of(record["sample_id"], row["row_index"])
-                row["clip_duration_sec"] = 4.5
-                attachments.append(row["clip_path"])
-                row["video_attachment_index"] = len(attachments)
-            if task in ("er", "vp") and record["scenario"] != no_clips:
-                record["clip_path"] = clip_of(record["sample_id"], record["row_index"])
-                attachments.append(record["clip_path"])
-                record["video_attachment_index"] = len(attachments)
-            if attachments:
-                record["video_attachments"] = attachments
-            changed.append(record)
-            for clip in attachments:
-                (out / clip).parent.mkdir(parents=True, exist_ok=True)
-                (out / clip).write_bytes(f"clip {clip}".encode())
-        data = "".join(json.dumps(r) + "\n" for r in changed).encode()
-        (out / f"tasks/{task}.jsonl").write_bytes(data)
-        manifest["files"] = [file_entry(e["path"], data) if e["path"] == f"tasks/{task}.jsonl" else e
-                             for e in manifest["files"]]
-    (out / MANIFEST).write_text(json.dumps(manifest))
-    return out
-
 
 def videos(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [item["video_url"] for item in body["messages"][-1]["content"] if item["type"] == "video_url"]
