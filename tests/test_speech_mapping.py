@@ -87,7 +87,7 @@ def test_without_named_subtitles_no_label_is_guessed(copy_built) -> None:
     labels = {t.label for t in turns}
     with pytest.raises(RescueError) as caught:
         plan_speakers(project, entry, context.settings, turns, "x", named=[], needed=labels, said=[])
-    assert "no named subtitle overlaps it" in caught.value.message
+    assert "no named subtitle overlaps it" in str(caught.value)  # each label's evidence, below the one line
     assert f"rescue speakers {COUPLE}" in caught.value.fix
 
 
