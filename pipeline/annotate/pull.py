@@ -253,8 +253,9 @@ def snapshot_from_exports(project: Project,
 
 def _same_content(staged: Path, name: str, other: Path) -> bool:
     """The staged snapshot `name` holds what `other` holds: the same records, quarantine, kept answers and
-    accounts, byte for byte once the snapshot's own name (every record carries it) is set aside."""
-    for file in (ANNOTATIONS_FILE, QUARANTINE_FILE, KEPT_FILE, USERS_FILE):
+    accounts, byte for byte once the snapshot's own name (every record carries it) is set aside; accounts only
+    added since do not count (`_same_accounts`)."""
+    for file in (ANNOTATIONS_FILE, QUARANTINE_FILE, KEPT_FILE):
         try:
             old = (other / file).read_bytes().replace(f'"snapshot":"{other.name}"'.encode(),
                                                       f'"snapshot":"{name}"'.encode())
@@ -262,7 +263,17 @@ def _same_content(staged: Path, name: str, other: Path) -> bool:
             return False
         if old != (staged / file).read_bytes():
             return False
-    return True
+    return _same_accounts(other / USERS_FILE, staged / USERS_FILE)
+
+
+def _same_accounts(old_file: Path, new_file: Path) -> bool:
+    """Every account of the old snapshot is on the server under the same email. An account added since (the
+    adjudicator, made after the first pull) changes no record: had it answered, the quarantine would differ."""
+    try:
+        old, new = (json.loads(path.read_text(encoding="utf-8")) for path in (old_file, new_file))
+    except (OSError, ValueError):
+        return False
+    return isinstance(old, dict) and isinstance(new, dict) and all(new.get(k) == v for k, v in old.items())
 
 
 def _carried(previous: Path | None, name: str, parsed: Mapping[ExportKey, ExportParse], schema: AnnotationSchema,

@@ -79,6 +79,14 @@ def drafts_path(build_dir: Path, session_id: str) -> Path:
     return build_dir / AREA / session_id / RECORD_NAME
 
 
+def read_drafts(build_dir: Path, session_id: str) -> SessionDrafts | None:
+    """The session's drafts, or None when the step has not written any."""
+    path = drafts_path(build_dir, session_id)
+    if not path.exists():
+        return None
+    return SessionDrafts.model_validate_json(path.read_text(encoding="utf-8"))
+
+
 def drafts_for_rows(drafts: SessionDrafts, row_ids: Iterable[str]) -> tuple[list[RowDraft], int]:
     """The drafts of rows that still exist, in the drafts' order, and how many were dropped because their row
     vanished (re-segmentation after the drafts were made). Push and acceptance match drafts to rows here, so
