@@ -91,7 +91,8 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
             expected[name] = sorted(expected[name], key=json.dumps)
     assert mine == expected
     items = sum(len(v) for v in values.values() if isinstance(v, list) and v and isinstance(v[0], dict))
-    assert effort.selections == items  # one name highlighted per list item, nothing else
+    # one name highlighted per list item, nothing else (plus one per hotkey the page missed, counted)
+    assert effort.selections == items + effort.retries
     figures = os.environ.get("RESCUE_FORM_FIGURES")
     if figures:
         Path(figures).write_text(json.dumps({**effort.as_dict(), "items": items, "actions": effort.actions},
