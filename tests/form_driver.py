@@ -18,8 +18,6 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
 from pipeline.annotate.config import ITEM_CONTROL, SUB_SEPARATOR
 from pipeline.schema import AnnotationSchema
 
@@ -32,7 +30,6 @@ class Effort:
     typed: int = 0
     seconds: float = 0.0
     form_height: int = 0
-    retries: int = 0  # a kind's hotkey that the page missed (a loaded machine): clicked and selected again
     actions: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -70,8 +67,9 @@ def select_word(page: Any, text_of_line: str, word: str) -> None:
 
 class FormDriver:
     def __init__(self, page: Any, schema: AnnotationSchema, config: str, entities: tuple[str, ...],
-                 people_line: str) -> None:
+                 people_line: str, use_hotkeys: bool = True) -> None:
         self.page = page
+        self.use_hotkeys = use_hotkeys  # False: each list kind is clicked, as on a form without hotkeys
         self.schema = schema
         self.features = FormFeatures.of(config)
         self.entities = entities
@@ -123,23 +121,16 @@ class FormDriver:
     def item(self, name: str, item: dict[str, Any]) -> None:
         f = self.schema.field(name)
         anchor = next(sub for sub in f.items if sub.type == "entity")
-        hotkey = self.features.hotkeys.get(name)
+        hotkey = self.features.hotkeys.get(name) if self.use_hotkeys else None
         in_a_box = self.page.evaluate("() => ['INPUT', 'TEXTAREA'].includes(document.activeElement.tagName)")
-        items = self.page.locator(".lsf-outliner-item__title", has_text=name)
-        before = items.count()
         if hotkey and not in_a_box:  # a key pressed in a text box types there: then the kind is clicked
             self.key(hotkey, f"kind {name}")
         else:
             self.click(self.page.locator(".lsf-label__text", has_text=name).first, f"kind {name}")
-        self.select(item[anchor.name])
-        if hotkey and not in_a_box:
-            try:
-                items.nth(before).wait_for(timeout=20_000)
-            except PlaywrightTimeout:  # the key reached the page before it listened: counted, done by hand
-                self.effort.retries += 1
-                self.click(self.page.locator(".lsf-label__text", has_text=name).first, f"kind {name} (again)")
-                self.select(item[anchor.name])
-        item_line = items.last
+        select_word(self.page, self.people_line, item[anchor.name])
+        self.effort.selections += 1
+        self.effort.actions.append(f"select {item[anchor.name]}")
+        item_line = self.page.locator(".lsf-outliner-item__title", has_text=name).last
         self.click(item_line, f"open item {name}")
         for sub in (sub for sub in f.items if sub is not anchor):
             control = f"{name}{SUB_SEPARATOR}{sub.name}"
@@ -154,11 +145,6 @@ class FormDriver:
                 self.type_into(box, str(value), control)
         self.click(item_line, f"close item {name}")
         self.page.locator(f"#field-{name}").wait_for(state="hidden")  # closed: the next kind makes a new item
-
-    def select(self, name: str) -> None:
-        select_word(self.page, self.people_line, name)
-        self.effort.selections += 1
-        self.effort.actions.append(f"select {name}")
 
     def fill_row(self, values: dict[str, Any]) -> Effort:
         start = time.monotonic()

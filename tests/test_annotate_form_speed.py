@@ -66,8 +66,12 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
             _log_in(page, ls_server.gateway_url, email, annotator_password(project, email))
             page.goto(f"{ls_server.gateway_url}/projects/{info.id}/data?task={task_id}")
             page.locator("#field-primary_speaker input[name=Maya]").wait_for()
+            # Hotkeys only when benchmarks/bench_form.py measures: on a loaded machine Chromium twice lost a
+            # kind's hotkey (no item appeared, or one too many), while clicking a kind has never failed. The
+            # hotkeys themselves are checked in the config (test_annotate_config).
             driver = FormDriver(page, schema, build_config(schema, "couple"), COUPLE_ENTITIES,
-                                people_strip(COUPLE_ENTITIES).strip())
+                                people_strip(COUPLE_ENTITIES).strip(),
+                                use_hotkeys=bool(os.environ.get("RESCUE_FORM_FIGURES")))
             try:
                 # the transcript draft of dialogue_cleaned is right: an annotator leaves it as it is
                 effort = driver.fill_row({k: v for k, v in values.items() if k != "dialogue_cleaned"})
@@ -91,8 +95,7 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
             expected[name] = sorted(expected[name], key=json.dumps)
     assert mine == expected
     items = sum(len(v) for v in values.values() if isinstance(v, list) and v and isinstance(v[0], dict))
-    # one name highlighted per list item, nothing else (plus one per hotkey the page missed, counted)
-    assert effort.selections == items + effort.retries
+    assert effort.selections == items  # one name highlighted per list item, nothing else
     figures = os.environ.get("RESCUE_FORM_FIGURES")
     if figures:
         Path(figures).write_text(json.dumps({**effort.as_dict(), "items": items, "actions": effort.actions},
