@@ -10,7 +10,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 
 from pipeline.annotate.accounts import add_annotators, annotator_password
 from pipeline.annotate.config import build_config
@@ -22,23 +21,11 @@ from pipeline.records import Annotation
 from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
 from tests.annotate_values import COUPLE_ENTITIES, client_values
+from tests.browser import ARTIFACTS, BROWSER, BROWSER_ARGS, CHROMIUM, log_in
 from tests.form_driver import FormDriver
-from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer, write_truth_rows
+from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = REPO / "build" / "test-artifacts"
-BROWSER_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--metrics-recording-only"]
-
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (make setup)")
-
-
-def _log_in(page, url: str, email: str, password: str) -> None:  # noqa: ANN001 - playwright Page
-    page.goto(f"{url}/user/login/")
-    page.fill("input[name=email]", email)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda current: "/user/login" not in current)
+pytestmark = BROWSER
 
 
 def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServer) -> None:
@@ -63,7 +50,7 @@ def test_a_whole_row_is_labelled_in_the_browser_and_counted(ls_server: LiveServe
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.set_default_timeout(180_000)  # generous: the shared development machine can be very loaded
-            _log_in(page, ls_server.gateway_url, email, annotator_password(project, email))
+            log_in(page, ls_server.gateway_url, email, annotator_password(project, email))
             page.goto(f"{ls_server.gateway_url}/projects/{info.id}/data?task={task_id}")
             page.locator("#field-primary_speaker input[name=Maya]").wait_for()
             # Hotkeys only when benchmarks/bench_form.py measures: on a loaded machine Chromium twice lost a
