@@ -103,6 +103,22 @@ def test_perfect_answers_read_cleanly_and_beat_no_answer(task: str) -> None:
 
 
 @pytest.mark.parametrize("task", TASKS)
+def test_instance_scores_mark_perfect_answers_right_and_average_to_the_task_metrics(task: str) -> None:
+    spec = task_spec(task)
+    ids, inputs, gold = records(task)
+    usable = {i: spec.prediction.parse(spec.prediction.normalise(PERFECT[task](gold[i]["gold"], inputs[i]),
+                                                                 inputs[i])[0], inputs[i])[0] for i in ids}
+    for answers, right in ((usable, True), ({}, False)):
+        per = [spec.scoring.instance(answers.get(i, {}), gold[i]["gold"]) for i in ids]
+        assert all(correct is right for _, correct in per), task
+        corpus = spec.scoring.score(ids, answers, gold, inputs)
+        shared = set(per[0][0]) & set(corpus)  # ITP's corpus figures are P/R/F1, not means: nothing shared
+        for metric in shared:
+            assert corpus[metric] == pytest.approx(sum(s[metric] for s, _ in per) / len(per), abs=1e-6), metric
+    assert shared or task == "itp"
+
+
+@pytest.mark.parametrize("task", TASKS)
 def test_headline_and_board_columns_are_metrics_the_task_produces(task: str) -> None:
     spec = task_spec(task)
     ids, inputs, gold = records(task)

@@ -36,14 +36,18 @@ from pipeline.tasks.predictions import (
 )
 from pipeline.tasks.rpp import build_rpp, why_no_rpp
 from pipeline.tasks.scorers import (
+    InstanceScorer,
     RankScorer,
     Scorer,
     TextScoring,
     emotion_judge_means,
     emotion_similarities,
+    intensity_instance,
     score_intensity,
     score_should_speak,
     score_source_target,
+    should_speak_instance,
+    source_target_instance,
     viewpoint_judge_means,
     viewpoint_similarities,
 )
@@ -82,10 +86,12 @@ class Prompt:
 
 @dataclass(frozen=True)
 class Scoring:
-    """How `rescue evaluate` scores the task; `headline`: the metrics of its terminal table; `notes`: lines the
-    report carries; `text`: the free-text scoring (similarity, judge) of ER and VP; `described`: the card's line."""
+    """How `rescue evaluate` scores the task; `instance`: one instance's scores and whether it is right
+    (sample_scores.jsonl); `headline`: the metrics of its terminal table; `notes`: lines the report carries;
+    `text`: the free-text scoring (similarity, judge) of ER and VP; `described`: the card's line."""
 
     score: Scorer
+    instance: InstanceScorer
     headline: tuple[str, ...]
     described: str
     notes: dict[str, str]
@@ -143,6 +149,10 @@ def _ranked(ranking: Ranking, example: list[str]) -> Prediction:
                       ranking=ranking)
 
 
+_RPP_RANKS = RankScorer("relation_label", candidates="candidate_relation_labels")
+_STP_RANKS = RankScorer("target_label")
+_SSP_RANKS = RankScorer("strategy_label")
+
 # Context rows never carry the label fields (pipeline/tasks/context.py, "context row fields"), so only ITP
 # and STP answers can be shown by another instance: ITP's is who speaks at the next row, STP's the row's
 # target (its gold is the first support strategy's target, which the row target mostly equals).
@@ -166,7 +176,7 @@ _TASKS = (
                       "phrase naming the specific felt emotion (e.g. \"feels dismissed and hurt\"), and its intensity "
                       "as a whole number from 0 (none) to 10 (overwhelming)."),
         scoring=Scoring(
-            score_intensity,
+            score_intensity, intensity_instance,
             headline=("er_score", "emotion_score", "intensity_score", "intensity_exact", "emotion_similarity",
                       "judge_unscored"),
             described="intensity score max(1, 5 - abs(pred - gold)); MiniLM cosine similarity of the emotion text",
@@ -198,7 +208,7 @@ _TASKS = (
                       "label for the whole group) and `viewpoint` (a short phrase: what the speaker thinks of or "
                       "wants from the target). Several viewpoints are allowed."),
         scoring=Scoring(
-            score_source_target,
+            score_source_target, source_target_instance,
             headline=("viewpoint_total_score", "viewpoint_judge_score", "source_target_recall", "viewpoint_similarity",
                       "judge_unscored"),
             described="MiniLM similarity of each gold viewpoint to its best prediction; source-target recall",
@@ -225,7 +235,7 @@ _TASKS = (
                       "Rank the three relation patterns from `candidate_relation_labels` that best describe how the "
                       "clients relate at this point, best first.", label_set="relation_pattern"),
         scoring=Scoring(
-            RankScorer("relation_label", candidates="candidate_relation_labels"),
+            _RPP_RANKS, _RPP_RANKS.instance,
             headline=("accuracy", "recall_at_2", "recall_at_3", "mrr", "macro_f1"),
             described="accuracy (= recall@1), recall@2/3, MRR, macro-F1 of the top label",
             notes={"macro_f1": "macro-F1 averages top-1 F1 over the labels present in gold or predictions "
@@ -251,7 +261,7 @@ _TASKS = (
                       "`prior_context`. Decide whether the therapist should take the next turn now (\"yes\") or "
                       "keep listening while the clients go on (\"no\"), and give your confidence from 0 to 1."),
         scoring=Scoring(
-            score_should_speak,
+            score_should_speak, should_speak_instance,
             headline=("precision", "recall", "f1", "accuracy", "balanced_accuracy"),
             described="precision, recall, F1 of `yes`; accuracy; balanced accuracy", notes={}),
         board=(("precision", "P"), ("recall", "R"), ("f1", "F1")),
@@ -270,7 +280,7 @@ _TASKS = (
                       "the three labels from `candidate_target_labels` most likely to be whom the therapist's "
                       "supportive move at this turn addresses, best first (the group label means the couple or "
                       "family as a whole)."),
-        scoring=Scoring(RankScorer("target_label"), headline=("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
+        scoring=Scoring(_STP_RANKS, _STP_RANKS.instance, headline=("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
                         described="recall@1/2/3, MRR over the top 3", notes={}),
         board=(("recall_at_1", "R@1"), ("mrr", "MRR")),
         old_batches_leaked=True,
@@ -289,7 +299,7 @@ _TASKS = (
                       "`prior_context` holds the rows before it. Rank the three support strategies from "
                       "`candidate_strategy_labels` the therapist most likely uses at this turn, best first.",
                       label_set="support_strategy"),
-        scoring=Scoring(RankScorer("strategy_label"), headline=("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
+        scoring=Scoring(_SSP_RANKS, _SSP_RANKS.instance, headline=("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
                         described="recall@1/2/3, MRR over the top 3", notes={}),
         board=(("recall_at_1", "R@1"), ("mrr", "MRR")),
         old_batches_leaked=False,

@@ -3,7 +3,9 @@ evaluate.py) adds the common parts (instance count, text similarity, judge means
 (pipeline/tasks/registry.py) names which scorer each task uses.
 
 A scorer takes (ids, usable answers by id, gold records by id, model-facing records by id) and returns the
-metrics in the order scores.json keeps them."""
+metrics in the order scores.json keeps them. An instance scorer takes one usable answer ({} when there is none)
+and its gold, and returns that instance's scores and whether it counts as right (sample_scores.jsonl's
+`correct`): the averaged metrics are the means of the instance scores, so the two cannot disagree."""
 
 from __future__ import annotations
 
@@ -16,6 +18,12 @@ from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, me
 
 Answers = dict[str, dict[str, Any]]
 Scorer = Callable[[list[str], Answers, Answers, Answers], dict[str, Any]]
+InstanceScorer = Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, float], bool]]
+
+
+def should_speak_instance(answer: dict[str, Any], gold: dict[str, Any]) -> tuple[dict[str, float], bool]:
+    right = answer.get("should_speak") == gold["should_speak"]
+    return {"correct": float(right)}, right
 
 
 def score_should_speak(ids: list[str], usable: Answers, gold: Answers, inputs: Answers) -> dict[str, Any]:
@@ -31,9 +39,14 @@ class RankScorer:
     gold_key: str
     candidates: str | None = None
 
+    def instance(self, answer: dict[str, Any], gold: dict[str, Any]) -> tuple[dict[str, float], bool]:
+        """Right: the gold label ranked first."""
+        ranks = rank_metrics(gold[self.gold_key], answer.get("ranking", []))
+        return ranks, ranks["gold_rank"] == 1
+
     def __call__(self, ids: list[str], usable: Answers, gold: Answers, inputs: Answers) -> dict[str, Any]:
         key = self.gold_key
-        ranks = [rank_metrics(gold[i]["gold"][key], usable.get(i, {}).get("ranking", [])) for i in ids]
+        ranks = [self.instance(usable.get(i, {}), gold[i]["gold"])[0] for i in ids]
         scores = {name: mean([r[name] for r in ranks]) for name in ("recall_at_1", "recall_at_2", "recall_at_3",
                                                                      "mrr")}
         if self.candidates is not None:
@@ -45,20 +58,33 @@ class RankScorer:
         return scores
 
 
+def _means(instance: InstanceScorer, ids: list[str], usable: Answers, gold: Answers,
+           names: tuple[str, ...]) -> dict[str, Any]:
+    scores = [instance(usable.get(i, {}), gold[i]["gold"])[0] for i in ids]
+    return {name: mean([s[name] for s in scores]) for name in names}
+
+
+def intensity_instance(answer: dict[str, Any], gold: dict[str, Any]) -> tuple[dict[str, float], bool]:
+    """Right: the intensity exact."""
+    predicted = answer.get("intensity")
+    exact = predicted == gold["intensity"]
+    return {"intensity_score": intensity_score(predicted, gold["intensity"]), "intensity_exact": float(exact)}, exact
+
+
 def score_intensity(ids: list[str], usable: Answers, gold: Answers, inputs: Answers) -> dict[str, Any]:
-    predicted = [usable.get(i, {}).get("intensity") for i in ids]
-    golds = [gold[i]["gold"]["intensity"] for i in ids]
-    return {"intensity_score": mean([intensity_score(p, g) for p, g in zip(predicted, golds)]),
-            "intensity_exact": mean([float(p == g) for p, g in zip(predicted, golds)])}
+    return _means(intensity_instance, ids, usable, gold, ("intensity_score", "intensity_exact"))
+
+
+def source_target_instance(answer: dict[str, Any], gold: dict[str, Any]) -> tuple[dict[str, float], bool]:
+    """Right: every gold (source, target) pair found."""
+    wanted = {(v["source"], v["target"]) for v in gold["viewpoints"]}
+    found = {(v["source"], v["target"]) for v in answer.get("viewpoints", [])}
+    recall = len(wanted & found) / len(wanted)
+    return {"source_target_recall": recall}, recall == 1.0
 
 
 def score_source_target(ids: list[str], usable: Answers, gold: Answers, inputs: Answers) -> dict[str, Any]:
-    recalls = []
-    for i in ids:
-        wanted = {(v["source"], v["target"]) for v in gold[i]["gold"]["viewpoints"]}
-        found = {(v["source"], v["target"]) for v in usable.get(i, {}).get("viewpoints", [])}
-        recalls.append(len(wanted & found) / len(wanted))
-    return {"source_target_recall": mean(recalls)}
+    return _means(source_target_instance, ids, usable, gold, ("source_target_recall",))
 
 
 def emotion_similarities(ids: list[str], usable: Answers, gold: Answers) -> dict[str, float]:
