@@ -22,14 +22,9 @@ from pipeline.agreement.report_tables import (
     summary_rows,
 )
 from pipeline.agreement.results import METRIC_LABELS, AgreementReport, MeasureDisagreements
+from pipeline.html_page import page
 
-_STYLE = """
-body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:2rem auto;max-width:1200px;color:#222;
-padding:0 1rem}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
-table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}
-th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f3f5f8}td.nc{color:#a00}.meta td:first-child{font-weight:600}
+_STYLE = """th{background:#f3f5f8}td.nc{color:#a00}.meta td:first-child{font-weight:600}
 figure{margin:1rem 0}figcaption{font-size:.8rem;color:#555}img{max-width:100%;height:auto}
 .notes li{margin:.2rem 0}details{margin:.8rem 0}.scroll{overflow-x:auto}
 td.low{background:#fbe3e3;color:#900;font-weight:600}td.tentative{background:#fff4d6}
@@ -142,10 +137,6 @@ def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
                                  f"{c.measure}: coincidences (both orders of each disagreeing pair) among the most "
                                  "confused values") for c in report.confusions)
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Agreement report: {html.escape(report.schema_id)} {html.escape(report.snapshot)}</title>",
-        f"<style>{_STYLE}</style></head><body>",
-        f"<h1>Inter-annotator agreement: {html.escape(report.schema_id)}</h1>",
         _table(["", ""], meta, "meta"),
         "<h2>Notes</h2>" + (f'<ul class="notes">{notes}</ul>' if notes else "<p>No input problems.</p>"),
         "<h2 id='per-field'>Agreement per field</h2>",
@@ -175,6 +166,6 @@ def to_html(report: AgreementReport, pngs: dict[str, bytes]) -> str:
         _acceptance(report),
         "<h2>Metrics</h2><ul>" + "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>"
                                          for k, v in METRIC_LABELS.items()) + "</ul>",
-        "</body></html>", "",
     ]
-    return "\n".join(parts)
+    return page(f"Agreement report: {report.schema_id} {report.snapshot}",
+                f"Inter-annotator agreement: {report.schema_id}", parts, _STYLE)

@@ -12,15 +12,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pipeline.html_page import page
 from pipeline.runmodel.show import InstanceView, LoadedRun, compact
 
-_STYLE = """
-body{font-family:system-ui,-apple-system,'DejaVu Sans',sans-serif;margin:2rem auto;max-width:1200px;color:#222;
-padding:0 1rem}
-h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom:.2rem}
-table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}
-th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f3f5f8}.meta td:first-child{font-weight:600}.scroll{overflow-x:auto}
+_STYLE = """th{background:#f3f5f8}.meta td:first-child{font-weight:600}.scroll{overflow-x:auto}
 pre{white-space:pre-wrap;word-break:break-word;background:#f7f7f7;padding:.5rem;margin:.3rem 0;font-size:.8rem}
 details{margin:.5rem 0;border:1px solid #e3e3e3;padding:.3rem .6rem}summary{cursor:pointer}
 .right{color:#176317;font-weight:600}.wrong{color:#a00;font-weight:600}.unanswered{color:#8a5a00;font-weight:600}
@@ -109,8 +104,6 @@ def to_html(run: LoadedRun, views: Sequence[InstanceView], *, shown_of: int) -> 
         f"<td>{_e(v.scored.get('scores')) if v.scored else ''}</td></tr>" for v in views)
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in run.notes)
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', f"<title>{html.escape(title)}</title>",
-        f"<style>{_STYLE}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
         f'<div class="scroll"><table class="meta">{head}</table></div>',
         f'<ul class="notes">{notes}</ul>' if notes else "",
         f"<h2>Instances ({len(views)} shown of {shown_of})</h2>",
@@ -119,6 +112,5 @@ def to_html(run: LoadedRun, views: Sequence[InstanceView], *, shown_of: int) -> 
         "<h2>Per instance</h2>", *(_instance(view, systems) for view in views),
         "<h2>System messages</h2>",
         *(f'<details id="system-{n}"><summary>#{n}</summary>{_pre(text)}</details>' for text, n in systems.items()),
-        "</body></html>",
     ]
-    return "\n".join(part for part in parts if part) + "\n"
+    return page(title, title, [part for part in parts if part], _STYLE)
