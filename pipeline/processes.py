@@ -1,9 +1,13 @@
 """Is a process still there? Linux /proc facts that a pid alone cannot give: its start time (a pid can be
-recycled) and whether it is a zombie (dead, but not yet reaped: an orphan whose new parent never reaps it)."""
+recycled) and whether it is a zombie (dead, but not yet reaped: an orphan whose new parent never reaps it); and how
+a process group the pipeline started (Label Studio, the gateway) is stopped."""
 
 from __future__ import annotations
 
 import os
+import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -54,3 +58,18 @@ def group_alive(pgid: int) -> bool:
             if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
                 return True
     return False
+
+
+def stop_group(pgid: int, running: Callable[[], bool], *, grace: float, kill: bool = False) -> None:
+    """SIGTERM the process group `pgid` (SIGKILL at once with `kill`), then SIGKILL it if `running()` still says
+    so after `grace` seconds. `running` is the caller's test: it knows which of its processes must be gone."""
+    for sig in ((signal.SIGKILL,) if kill else (signal.SIGTERM, signal.SIGKILL)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not running():
+            return

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -153,3 +154,22 @@ def test_a_server_started_by_labelstudio_up_is_reused_and_left_running(corpus: P
     assert "started by `rescue labelstudio up`" in out and "orphaned" not in out
     assert rescue(corpus, "labelstudio", "down")[0] == 0
     assert server.running(paths) is None and not owner_path(paths).exists()
+
+
+def test_a_build_gives_a_running_server_its_dead_gateway_back(corpus: Project) -> None:
+    paths = server.ServerPaths.of(corpus)
+    assert rescue(corpus, "labelstudio", "up")[0] == 0
+    before = server.read_state(paths)
+    assert before is not None and gateway_process.alive(before.gateway_pid)
+    gateway_process.stop_gateway(before.gateway_pid, kill=True)  # what an OOM kill of the gateway does
+    assert not gateway_process.alive(before.gateway_pid)
+    code, out, err = rescue(corpus, "build")
+    assert code == 0, out + err
+    after = server.running(paths)
+    assert after is not None and after.pid == before.pid  # the same server, left running as `up` asked
+    assert after.gateway_pid != before.gateway_pid and gateway_process.alive(after.gateway_pid)
+    assert "its annotators' gateway was not running and was started again" in out
+    with urllib.request.urlopen(f"{after.gateway_url}/user/login/", timeout=30) as answer:  # annotators get in
+        assert answer.status == 200
+    assert rescue(corpus, "labelstudio", "down")[0] == 0
+    assert server.running(paths) is None and not gateway_process.alive(after.gateway_pid)

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from pipeline.errors import RescueError
-from pipeline.processes import process_alive
+from pipeline.processes import process_alive, stop_group
 
 MODULE = "pipeline.annotate.gateway"
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -109,16 +109,7 @@ def stop_gateway(pid: int, *, grace: float = 10.0, kill: bool = False) -> bool:
     if not alive(pid):
         _reap(pid)
         return False
-    for sig in ((signal.SIGKILL,) if kill else (signal.SIGTERM, signal.SIGKILL)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + grace
-        while alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if not alive(pid):
-            break
+    stop_group(pid, lambda: alive(pid), grace=grace, kill=kill)
     _reap(pid)
     return True
 

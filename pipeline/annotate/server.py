@@ -33,7 +33,7 @@ from pipeline.annotate.labelstudio import Connection, masked_url
 from pipeline.annotate.media_root import check_media_root
 from pipeline.annotate.settings import AnnotateSettings
 from pipeline.errors import RescueError
-from pipeline.processes import process_alive
+from pipeline.processes import process_alive, stop_group
 from pipeline.project import Project
 from pipeline.store import write_text_atomic
 
@@ -324,18 +324,7 @@ def _with_gateway(paths: ServerPaths, settings: AnnotateSettings, state: ServerS
 
 
 def _terminate(pid: int, grace: float = 15.0) -> None:
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + grace
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if _alive(pid):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    stop_group(pid, lambda: _alive(pid), grace=grace)
     child = _children.pop(pid, None)
     if child is not None:
         child.wait(timeout=10)

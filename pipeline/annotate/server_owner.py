@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from pipeline.annotate import gateway_process, server
-from pipeline.processes import group_alive, process_alive, process_start_ticks
+from pipeline.processes import group_alive, process_alive, process_start_ticks, stop_group
 from pipeline.records import Record
 from pipeline.store import write_text_atomic
 
@@ -112,16 +110,7 @@ def stop_strays(paths: server.ServerPaths) -> list[int]:
 
 def _stop_group(group: int, grace: float = 15.0) -> None:
     """SIGTERM the process group (Label Studio stops in under 2 s), SIGKILL what is left after `grace`."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(group, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + grace
-        while group_alive(group) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if not group_alive(group):
-            return
+    stop_group(group, lambda: group_alive(group), grace=grace)
 
 
 def server_report(paths: server.ServerPaths) -> dict[str, object] | None:

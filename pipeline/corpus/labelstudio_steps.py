@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.annotate import server
+from pipeline.annotate import gateway_process, server
 from pipeline.annotate.labelstudio import Client, Connection
 from pipeline.annotate.projects import SHARED, annotation_projects
 from pipeline.annotate.settings import AnnotateSettings
@@ -90,13 +90,18 @@ def open_server(project: Project, settings: AnnotateSettings) -> ServerSession:
     stop_strays(paths)  # a server whose start was interrupted, never recorded: it would share the database
     state = server.running(paths)
     started = state is None
-    if started:
+    # a running server whose annotators' gateway died (killed, OOM) gets it back: the links this build
+    # writes (push, the agreement report) point at the gateway
+    gateway_back = not started and not gateway_process.alive(state.gateway_pid)
+    if started or gateway_back:
         try:
             state = server.start_project_server(project, settings)
         except RescueError as exc:
             raise RescueError(f"Label Studio: {exc.message}", f"{exc.fix}; {NO_SERVER_FIX}") from exc
     assert state is not None
     how, stop_at_end = _claim_server(paths, state, started)
+    if gateway_back:
+        how += f"; its annotators' gateway was not running and was started again at {state.gateway_url}"
     return ServerSession(server.connect(project, paths), stop_at_end, paths, how)
 
 
