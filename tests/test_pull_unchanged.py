@@ -23,25 +23,34 @@ ANN = "ann@example.org"
 
 
 def snapshots(live: LiveServer) -> list[str]:
-    return sorted(p.name for p in (live.project.build / "annotations").iterdir() if not p.name.startswith("."))
+    base = live.project.build / "annotations"
+    return sorted(p.name for p in base.iterdir() if not p.name.startswith(".")) if base.is_dir() else []
+
+
+def annotate_daniel(live: LiveServer, **changed: str) -> None:
+    """ann's answer on one of Daniel's rows (the rows pushed first, ann added once: both are idempotent)."""
+    project = live.project
+    schema: AnnotationSchema = load_schema(project.schemas / "rescue-v1.yaml")
+    (account,) = add_annotators(project, live.connection, [ANN])
+    rows = write_truth_rows(project, MAYA)
+    push_rows(project, live.connection, settings=SETTINGS)
+    info = live.client.find_project(annotator_title(schema, "couple", ANN))
+    assert info is not None
+    tasks = {row_id: ids[0] for row_id, ids in live.client.task_keys(info.id).items()}
+    row = next(r for r in rows if r.speaker == "Daniel")
+    values = {**client_values(), "primary_speaker": "Daniel", "target": ["Therapist"], "utterance_type": "defense",
+              **changed}
+    live.client.create_annotation(tasks[row.row_id], encode(schema, values, COUPLE_ENTITIES),
+                                  completed_by=account.user_id)
 
 
 def test_a_new_sessions_tasks_leave_the_snapshot_and_a_changed_answer_makes_a_new_one(ls_server: LiveServer) -> None:
     project = ls_server.project
-    schema: AnnotationSchema = load_schema(project.schemas / "rescue-v1.yaml")
-    (account,) = add_annotators(project, ls_server.connection, [ANN])
-    rows = write_truth_rows(project, MAYA)
-    push_rows(project, ls_server.connection, settings=SETTINGS)
-    info = ls_server.client.find_project(annotator_title(schema, "couple", ANN))
-    assert info is not None
-    tasks = {row_id: ids[0] for row_id, ids in ls_server.client.task_keys(info.id).items()}
-    row = next(r for r in rows if r.speaker == "Daniel")
-    values = {**client_values(), "primary_speaker": "Daniel", "target": ["Therapist"], "utterance_type": "defense"}
-    ls_server.client.create_annotation(tasks[row.row_id], encode(schema, values, COUPLE_ENTITIES),
-                                       completed_by=account.user_id)
+    before = snapshots(ls_server)  # the module's other test may have pulled first
+    annotate_daniel(ls_server)
     base = project.build / "annotations"
     first = pull_annotations(project, ls_server.connection, settings=SETTINGS, same_as=previous_snapshot(base))
-    assert not first.unchanged and snapshots(ls_server) == [first.snapshot]
+    assert not first.unchanged and snapshots(ls_server) == sorted([*before, first.snapshot])
     records = (base / first.snapshot / "annotations.jsonl").read_bytes()
 
     add_catalog_copy(project, MAYA, "extra/maya_again")  # a catalog change: a new session, its rows, its tasks
@@ -49,14 +58,13 @@ def test_a_new_sessions_tasks_leave_the_snapshot_and_a_changed_answer_makes_a_ne
     push_rows(project, ls_server.connection, settings=SETTINGS)
     again = pull_annotations(project, ls_server.connection, settings=SETTINGS, same_as=previous_snapshot(base))
     assert again.unchanged and again.snapshot == first.snapshot and again.records == first.records
-    assert snapshots(ls_server) == [first.snapshot]  # no identical copy
+    assert snapshots(ls_server) == sorted([*before, first.snapshot])  # no identical copy
     assert (base / first.snapshot / "annotations.jsonl").read_bytes() == records  # the snapshot is untouched
     assert not [p for p in base.iterdir() if p.name.startswith(".")]  # nor any staging folder left behind
 
-    ls_server.client.create_annotation(tasks[row.row_id], encode(schema, {**values, "utterance_type": "withdrawal"},
-                                                                 COUPLE_ENTITIES), completed_by=account.user_id)
+    annotate_daniel(ls_server, utterance_type="withdrawal")
     changed = pull_annotations(project, ls_server.connection, settings=SETTINGS, same_as=previous_snapshot(base))
-    assert not changed.unchanged and snapshots(ls_server) == sorted([first.snapshot, changed.snapshot])
+    assert not changed.unchanged and snapshots(ls_server) == sorted([*before, first.snapshot, changed.snapshot])
 
 
 @pytest.mark.parametrize("file", ["annotations.jsonl", "users.json"])
@@ -67,8 +75,10 @@ def test_a_snapshot_that_differs_in_any_stored_part_is_not_taken_as_the_same(ls_
     import shutil
 
     base = ls_server.project.build / "annotations"
+    annotate_daniel(ls_server)  # this test's own answer and pull: it runs alone too
+    pull_annotations(ls_server.project, ls_server.connection, settings=SETTINGS, same_as=previous_snapshot(base))
     newest = previous_snapshot(base)
-    assert newest is not None  # the previous test pulled
+    assert newest is not None
     edited = tmp_path / newest.name
     shutil.copytree(newest, edited)
     target = edited / file
