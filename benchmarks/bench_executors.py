@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
 from pipeline.executors.local import LocalExecutor  # noqa: E402
 from pipeline.project import Project  # noqa: E402
-from pipeline.runner import Context, run_stage  # noqa: E402
+from pipeline.engine.runner import Context, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
-from pipeline.stages import STAGES  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 from tests.ray_cluster import auth_env, start_head  # noqa: E402  (the tests' real local cluster)
 
 DOCS = ROOT / "docs" / "ray.md"

@@ -4,8 +4,8 @@ the real stages run on a sample session (real WhisperX, pyannote and ffmpeg)."""
 from __future__ import annotations
 
 from pipeline.project import Project
-from pipeline.runner import Context, run_stage
-from pipeline.stages import STAGES
+from pipeline.engine.runner import Context, run_stage
+from pipeline.engine.session_steps import STAGES
 from pipeline.transcripts import read_rows
 from tests.speech_fixtures import COUPLE
 

@@ -29,7 +29,9 @@ from pipeline.corpus.labelstudio_steps import (
     fetch_exports,
     snapshot_digest,
 )
-from pipeline.corpus.state import StepState, file_sha, fingerprint, last_done, read_state, state_path, write_state
+from pipeline.errors import RescueError
+from pipeline.step import LABEL_STUDIO, Inputs, Step
+from pipeline.corpus.state import StepRun, file_sha, fingerprint, last_done, read_state, state_path, write_state
 from pipeline.corpus.stored import Kind, accounts, load_stored
 from pipeline.preannotate.drafts import drafts_path
 from pipeline.row_anchor import MIN_IOU
@@ -37,12 +39,17 @@ from pipeline.row_anchor import MIN_IOU
 PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
 
 
-def push_fingerprint(ctx: CorpusContext) -> str:
+def push_inputs(ctx: CorpusContext) -> Inputs:
     media = {sid: session_video(ctx.project, sid) for sid in ctx.rows}
     drafts = {sid: file_sha(drafts_path(ctx.project.build, sid)) for sid in ctx.rows}  # new drafts push again
     # "3": tasks record the draft they show in their meta (pipeline/annotate/drafted.py)
-    return fingerprint("push", "3", rows=ctx.rows, media=media, schema=ctx.schema_sha, drafts=drafts,
-                       settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS))
+    return Inputs("push", PUSH.version, dict(rows=ctx.rows, media=media, schema=ctx.schema_sha, drafts=drafts,
+                                    settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS)),
+                  ("annotate",))
+
+
+def push_fingerprint(ctx: CorpusContext) -> str:
+    return push_inputs(ctx).fingerprint()
 
 
 def push_out_of_date(ctx: CorpusContext) -> str | None:
@@ -71,10 +78,17 @@ def push_roster(ctx: CorpusContext, server: ServerSession) -> tuple[str, ...]:
     return tuple(sorted(roster))
 
 
-def push_step(ctx: CorpusContext, server: ServerSession) -> None:
-    fp = push_fingerprint(ctx)
+NOTHING_CHANGED = "nothing can have changed on the server"
+
+
+def push_step(ctx: CorpusContext) -> None:
+    server = ctx.server
+    if server is None:  # the server step found nothing there that can have changed
+        ctx.record("push", "up to date", NOTHING_CHANGED)
+        return
+    inputs = push_inputs(ctx)
     roster = push_roster(ctx, server)
-    done = last_done(ctx.project, "push", fp)
+    done = last_done(ctx.project, "push", inputs.fingerprint())
     if (done is not None and done.detail.get("annotators") == list(roster)
             and _projects_unchanged(server, done.detail.get("projects"))):
         guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)
@@ -84,7 +98,7 @@ def push_step(ctx: CorpusContext, server: ServerSession) -> None:
     summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema,
                         annotators=roster)
     projects = {p.title: [p.project_id, server.client.project(p.project_id).task_number] for p in summary.projects}
-    ctx.done("push", fp, projects=projects, annotators=list(roster), imported=summary.imported)
+    ctx.done("push", inputs, projects=projects, annotators=list(roster), imported=summary.imported)
     parts = ", ".join(f"{scenario} {count}" for scenario, count in summary.scenario_imported().items()) or "none"
     notes = [f"{p.title}: {p.stale} task(s) whose row no longer exists (pull re-anchors their annotations by "
              "time overlap, or quarantines them with the reason)" for p in summary.projects if p.stale]
@@ -127,7 +141,7 @@ def apply_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proj
     resume = set(previous.detail.get("unfinished") or ()) if previous and previous.status == "failed" else set()  # type: ignore[arg-type]
 
     def started(sessions: set[str]) -> None:  # an interrupted apply is resumed (without duplicates) next time
-        write_state(ctx.project, StepState(step=step, status="failed", error="interrupted while applying",
+        write_state(ctx.project, StepRun(step=step, status="failed", error="interrupted while applying",
                                            detail={"unfinished": sorted(sessions | resume)}))
 
     summary = apply_stored_export(ctx.project, server, exports, stored, catalog, resume, kind=kind, on_start=started)
@@ -163,12 +177,38 @@ def _same_guards(snapshot: Path, counted: tuple[str, ...], accept_deleted: bool)
     return not (accept_deleted and any(k.get("kind") != "changed" for k in summary.get("kept") or ()))
 
 
-def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[ProjectExport]) -> str:
+def sample_annotations_step(ctx: CorpusContext) -> None:
+    """Re-create the stored sample annotations where the server holds none (the demo's data)."""
+    if ctx.server is None:
+        ctx.record("sample-annotations", "up to date", NOTHING_CHANGED)
+        return
+    if apply_step(ctx, ctx.server, annotation_exports_of(ctx), "annotation"):
+        ctx.exports = annotation_exports(ctx.server, ctx)
+
+
+def annotation_exports_of(ctx: CorpusContext) -> list[ProjectExport]:
+    """The annotation projects' exports, fetched once per build (again after stored annotations landed)."""
+    assert ctx.server is not None
+    if ctx.exports is None:
+        ctx.exports = annotation_exports(ctx.server, ctx)
+    if not ctx.exports:
+        raise RescueError(f"Label Studio at {ctx.server.connection.url} has no RESCUE annotation project",
+                          "check that the catalog's sessions have rows (`rescue status`) and add the annotators "
+                          "(`rescue annotators add EMAIL...`), then build again")
+    return ctx.exports
+
+
+def pull_step(ctx: CorpusContext) -> str | None:
     """A new snapshot unless the newest one was parsed from the same exports with the same rows, participants
     and schemas (rows re-cut and cut back leave the exports as they were: the parse must still run again)."""
     from pipeline.annotate.parse import parse_inputs
     from pipeline.annotate.pull import ExportKey, snapshot_from_exports
 
+    server = ctx.server
+    if server is None:
+        ctx.record("pull", "up to date", NOTHING_CHANGED)
+        return None
+    exports = annotation_exports_of(ctx)
     digest = combined_digest(export_map(exports))
     inputs = parse_inputs(ctx.project)
     guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)
@@ -207,6 +247,16 @@ def pull_step(ctx: CorpusContext, server: ServerSession, exports: Sequence[Proje
     ctx.record("pull", "ran", f"snapshot {summary.snapshot}: {annotations} annotation(s) -> {summary.records} "
                               f"record(s) in {summary.folder}/", notes)
     return summary.snapshot
+
+
+def pull_out_of_date(ctx: CorpusContext) -> str | None:
+    """Why pull must export again: no snapshot yet, or the newest one is damaged (snapshots are immutable,
+    so only a new export heals it)."""
+    files = snapshot_files(ctx.project)
+    if not files:
+        return "no annotation snapshot yet"
+    damage = snapshot_damage(files[-1])
+    return f"the newest annotation snapshot is damaged ({damage})" if damage else None
 
 
 def snapshot_damage(annotations: Path) -> str | None:
@@ -257,3 +307,19 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
         ctx.done("adjudication-pull", digest, answers=ctx.project.rel_or_abs(answers) if answers else "",
                  answers_sha256=file_sha(answers) if answers else "")
     return changed, notes
+
+
+LS = (LABEL_STUDIO,)
+PUSH = Step("push", push_step, after=("server",), settings=("annotate",), sources="annotation_schemas/",
+            outputs=("Label Studio projects and tasks", "build/labelstudio/media/"),
+            summary="rows -> tasks in every annotator's own project (matched by row id, never duplicated)",
+            version="3", needs=LS, after_sessions=True, server_check=push_out_of_date)
+SAMPLE_ANNOTATIONS = Step(
+    "sample-annotations", sample_annotations_step, after=("push",), settings=("build",),
+    sources="pipeline/sample/annotations/", outputs=("Label Studio annotations",),
+    summary="re-create the stored sample annotations where the server holds none (re-anchored by time overlap)",
+    needs=LS)
+PULL = Step("pull", pull_step, after=("sample-annotations",), settings=("annotate",), sources="Label Studio exports",
+            outputs=("build/annotations/<snapshot>/",),
+            summary="a new immutable snapshot when the exports or the rows changed (re-anchoring, quarantine)",
+            version="1", needs=LS, server_check=pull_out_of_date)

@@ -7,8 +7,9 @@ corpus steps run for every session that has rows (the report says who waits for 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pipeline.corpus.context import StepOutcome
 from pipeline.engine.plan import plan
@@ -19,21 +20,31 @@ from pipeline.executors.base import Executor
 from pipeline.executors.local import LocalExecutor
 from pipeline.lock import build_lock
 from pipeline.project import Project
-from pipeline.runner import Context, StageReport, run_stage
+from pipeline.engine.runner import Context, StageReport, run_session_step
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
-from pipeline.stages import STAGES
 from pipeline.store import StepRun
 
 
 FOR_ANNOTATION = ("preannotate",)  # session steps that only annotation needs
 
 
+class StageCallbacks(NamedTuple):
+    """What a session step's run tells the caller as it goes (the CLI draws a progress bar from these)."""
+
+    on_start: Callable[[int], None]  # how many sessions will run
+    on_done: Callable[[StepRun], None]  # one session finished
+    on_progress: Callable[[str, float, float, str], None]  # (session, done, total, unit) inside a session
+
+
+QUIET = StageCallbacks(lambda n: None, lambda run: None, lambda sid, done, total, unit: None)
+
+
 class BuildHooks(Protocol):
     """What a build tells its caller as it goes (the CLI draws progress and prints lines from these)."""
 
-    def stage(self, name: str, run: Callable[[Callable[[int], None], Callable[[StepRun], None],
-                                             Callable[[str, float, float, str], None]], StageReport]
-              ) -> StageReport: ...
+    def stage(self, name: str) -> AbstractContextManager[StageCallbacks]: ...
+
+    def stage_done(self, report: StageReport) -> None: ...
 
     def corpus_step(self, outcome: StepOutcome) -> None: ...
 
@@ -41,8 +52,11 @@ class BuildHooks(Protocol):
 
 
 class QuietHooks:
-    def stage(self, name, run):  # type: ignore[no-untyped-def]
-        return run(lambda n: None, lambda r: None, lambda sid, done, total, unit: None)
+    def stage(self, name: str) -> AbstractContextManager[StageCallbacks]:
+        return nullcontext(QUIET)
+
+    def stage_done(self, report: StageReport) -> None:
+        pass
 
     def corpus_step(self, outcome: StepOutcome) -> None:
         pass
@@ -57,7 +71,7 @@ class BuildReport:
     sessions: int  # how many sessions the session steps covered
     stages: list[StageReport] = field(default_factory=list)
     waiting: list[Waiting] = field(default_factory=list)
-    corpus: object | None = None  # pipeline.corpus.build.CorpusReport when the corpus steps ran
+    corpus: object | None = None  # pipeline.engine.corpus_run.CorpusReport when the corpus steps ran
     corpus_not_run: str = ""  # why the planned corpus steps did not run
 
     @property
@@ -86,9 +100,13 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
         owned = executor is None
         executor = executor or LocalExecutor(jobs)
         try:
-            for name in steps:
-                if STEPS[name].scope == "session":
-                    report.stages.append(hooks.stage(name, _stage_runner(context, name, entries, executor)))
+            for name in steps:  # graph order: every session step comes before the corpus steps
+                if STEPS[name].partitioned_by == "session":
+                    with hooks.stage(name) as callbacks:
+                        stage = run_session_step(context, STEPS[name], entries, executor=executor,
+                                                 **callbacks._asdict())
+                    report.stages.append(stage)
+                    hooks.stage_done(stage)
         finally:
             if owned:
                 executor.close()
@@ -100,16 +118,8 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
             elif session_ids:
                 report.corpus_not_run = "sessions were named"
             else:
-                from pipeline.corpus.build import build_corpus
+                from pipeline.engine.corpus_run import build_corpus
 
                 report.corpus = build_corpus(project, steps=corpus, on_step=hooks.corpus_step,
                                              on_begin=hooks.corpus_begin, overrides=overrides)
     return report
-
-
-def _stage_runner(context: Context, name: str, entries: list, executor: Executor):  # type: ignore[no-untyped-def]
-    def run(on_start, on_done, on_progress) -> StageReport:  # type: ignore[no-untyped-def]
-        return run_stage(context, STAGES[name], entries, executor=executor, on_start=on_start, on_done=on_done,
-                         on_progress=on_progress)
-
-    return run

@@ -1,0 +1,101 @@
+"""`rescue status` computes whether every step is up to date without running anything, and says why (issue 21).
+
+Real components: the sample sessions built through the real speech stages (`built_samples`), a real Label
+Studio server that the build starts and stops, the real agreement, gold and freeze code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from pipeline.annotate import server
+from pipeline.cli import main
+from pipeline.step import Inputs, judge
+from pipeline.engine.steps import CORPUS_STEPS
+from pipeline.project import Project
+from pipeline.store import StepRun
+from tests.conftest import tree_digest
+from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.test_corpus_build import copy_project
+
+
+def rescue(project: Project, *args: str) -> Result:
+    return CliRunner().invoke(main, ["--root", str(project.root), *args])
+
+
+def corpus_states(project: Project) -> dict[str, tuple[str, str]]:
+    result = rescue(project, "status", "--json")
+    assert result.exit_code == 0, result.output
+    return {row["step"]: (row["state"], row["reason"]) for row in json.loads(result.output)["corpus"]}
+
+
+@pytest.fixture
+def built_corpus(built_samples: Project, labelstudio_template: Path, tmp_path: Path) -> Iterator[Project]:
+    os.environ.pop("LABEL_STUDIO_URL", None)
+    os.environ.pop("LABEL_STUDIO_API_KEY", None)
+    project = copy_project(built_samples, tmp_path / "corpus", labelstudio_template)
+    try:
+        yield project
+    finally:
+        server.stop(server.ServerPaths.of(project))  # the build stops its own server; this is for failed tests
+
+
+def test_status_says_which_corpus_steps_a_settings_change_makes_stale_without_running_them(
+        built_corpus: Project) -> None:
+    project = built_corpus
+    built = rescue(project, "build")
+    assert built.exit_code == 0, built.output
+    assert {state for state, _ in corpus_states(project).values()} == {"done"}, corpus_states(project)
+
+    (project.root / "pyproject.toml").write_text("[tool.rescue.agreement]\nseed = 424242\n", encoding="utf-8")
+    before = tree_digest(project.build)
+    states = corpus_states(project)
+    assert tree_digest(project.build) == before  # status ran nothing and wrote nothing
+    for step in ("adjudicate", "agree", "gold"):  # the steps that read [tool.rescue.agreement]
+        state, reason = states[step]
+        assert state == "stale", (step, states)
+        assert reason == "changed since its last run: settings [tool.rescue.agreement]", (step, reason)
+    # the steps before them do not read it; freeze reads the agreement report, which has not changed yet
+    for step in ("server", "push", "pull", "freeze"):
+        assert states[step] == ("done", ""), (step, states)
+    printed = rescue(project, "status")
+    assert printed.exit_code == 0, printed.output
+    assert "agree: changed since its last run: settings [tool.rescue.agreement]" in printed.output
+
+    rebuilt = rescue(project, "build")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert "agree: ran" in rebuilt.output and "server: not needed" in rebuilt.output
+    assert {state for state, _ in corpus_states(project).values()} == {"done"}
+
+    gold = project.build / "gold" / "benchmark.jsonl"
+    gold.write_bytes(gold.read_bytes() + b"\n")  # an output edited behind the build's back
+    state, reason = corpus_states(project)["gold"]
+    assert state == "stale" and reason == "outputs missing or changed: build/gold/benchmark.jsonl", reason
+
+
+def test_corpus_steps_wait_for_rows_before_any_build(project: Project) -> None:
+    states = corpus_states(project)
+    assert list(states) == list(CORPUS_STEPS)
+    assert set(states.values()) == {("blocked", "no catalog session has transcript rows yet")}
+
+
+def test_the_one_rule_names_the_input_that_changed() -> None:
+    before = Inputs("agree", "2", {"annotations": "a", "settings": {"seed": 1}, "schema": "s"}, ("agreement",))
+    run = StepRun(step="agree", status="done", fingerprint=before.fingerprint(), input_digests=before.digests())
+    assert judge(run, before) == ("done", "")
+    after = Inputs("agree", "2", {"annotations": "b", "settings": {"seed": 2}, "schema": "s"}, ("agreement",))
+    assert judge(run, after) == ("stale", "changed since its last run: the annotation snapshot, "
+                                          "settings [tool.rescue.agreement]")
+    assert judge(run, before, ["build/agreement/report.json"]) == (
+        "stale", "outputs missing or changed: build/agreement/report.json")
+    assert judge(None, before) == ("pending", "it never ran")
+    failed = StepRun(step="agree", status="failed", error="no annotation snapshot")
+    assert judge(failed, before) == ("failed", "no annotation snapshot")
+    older = run.model_copy(update={"input_digests": {}})  # a run recorded before per-input digests
+    assert judge(older, after)[1].startswith("its inputs changed (the annotation snapshot, settings")
