@@ -85,9 +85,14 @@ class Inputs:
     version: str  # bump when the same inputs should give different outputs
     parts: Mapping[str, object]
     settings_sections: tuple[str, ...] = field(default=())  # how the "settings" part is named in reasons
+    # a step partitioned by session leaves the code version out (a new release must not re-transcribe every
+    # session) and keeps the key names its records were first written with, so existing builds stay up to date
+    partitioned: bool = False
 
     def fingerprint(self) -> str:
-        return sha256_json({"step": self.step, "step_version": self.version, "code": __version__, **self.parts})
+        head = {"stage": self.step, "version": self.version} if self.partitioned else \
+            {"step": self.step, "step_version": self.version, "code": __version__}
+        return sha256_json({**head, **self.parts})
 
     def digests(self) -> dict[str, str]:
         """One digest per named input (recorded with the run, so a later check can say which one changed)."""
@@ -95,7 +100,7 @@ class Inputs:
 
     def changed_since(self, run: StepRun) -> str:
         """Why `run` (a done run with another fingerprint) is out of date, in words."""
-        if run.code_version != __version__:
+        if not self.partitioned and run.code_version != __version__:
             return f"the code changed ({run.code_version} -> {__version__})"
         if not run.input_digests:
             return "its inputs changed (" + ", ".join(self._word(name) for name in self.parts) + \

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ from pipeline.cli import main
 from pipeline.step import Inputs, judge
 from pipeline.engine.steps import CORPUS_STEPS
 from pipeline.project import Project
+from pipeline.records import CatalogEntry
 from pipeline.store import StepRun
 from tests.conftest import tree_digest
 from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
@@ -99,3 +100,16 @@ def test_the_one_rule_names_the_input_that_changed() -> None:
     assert judge(failed, before) == ("failed", "no annotation snapshot")
     older = run.model_copy(update={"input_digests": {}})  # a run recorded before per-input digests
     assert judge(older, after)[1].startswith("its inputs changed (the annotation snapshot, settings")
+
+
+def test_a_session_step_says_which_settings_section_changed(project: Project,
+                                                            add_video: Callable[..., CatalogEntry]) -> None:
+    add_video("a", 3.0)
+    built = rescue(project, "build", "--only", "ingest")
+    assert built.exit_code == 0, built.output
+    (project.root / "pyproject.toml").write_text("[tool.rescue.ingest]\nkeyframe_interval = 5.0\n", encoding="utf-8")
+    status = json.loads(rescue(project, "status", "--json").output)
+    (row,) = [r for r in status["sessions"] if r["stage"] == "ingest"]
+    assert row["state"] == "stale" and row["reason"] == "changed since its last run: settings [tool.rescue.ingest]"
+    (later,) = [r for r in status["sessions"] if r["stage"] == "transcribe"]
+    assert later["state"] == "pending"  # its upstream is done (stale, not failed): it would run after ingest

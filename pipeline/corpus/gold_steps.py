@@ -13,7 +13,7 @@ from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.context import CorpusContext
 from pipeline.step import LABEL_STUDIO, Inputs, Step
-from pipeline.corpus.state import damaged_outputs, file_sha, last_done
+from pipeline.corpus.state import damaged_outputs, file_sha, last_done, last_done_with
 from pipeline.store import read_jsonl
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def agree_step(ctx: CorpusContext) -> Path:
     folder = ctx.project.build / "agreement"
     html = folder / "report.html"
     inputs = agree_inputs(ctx, snapshot)
-    done = last_done(ctx.project, "agree", inputs.fingerprint())
+    done = last_done_with(ctx.project, inputs)
     damaged = damaged_outputs(ctx.project, done, agree_outputs(ctx)) if done else []
     if done is not None and not damaged:
         ctx.record("agree", "up to date", f"report of snapshot {snapshot.parent.name}")
@@ -122,7 +122,7 @@ def adjudicate_step(ctx: CorpusContext) -> None:
     server, apply_stored = ctx.server, "sample-adjudications" in ctx.planned
     snapshot = latest_annotations(ctx.project)
     inputs = adjudicate_inputs(ctx, snapshot)
-    done = last_done(ctx.project, "adjudicate", inputs.fingerprint())
+    done = last_done_with(ctx.project, inputs)
     outputs = adjudicate_outputs(ctx)
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
     queue_file = outputs[0]
@@ -165,7 +165,7 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
     folder = layout.gold_dir(ctx.project)
     summary_file, gold_file = folder / "summary.json", layout.gold_file(ctx.project)
     outputs = gold_outputs(ctx)
-    done = last_done(ctx.project, "gold", inputs.fingerprint())
+    done = last_done_with(ctx.project, inputs)
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
     if done is not None and not damaged:
         summary = GoldSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))

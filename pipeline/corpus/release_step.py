@@ -31,7 +31,7 @@ from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.agreement_card import build_agreement
 from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.state import file_sha, last_done, read_state
+from pipeline.corpus.state import file_sha, last_done_with, read_state
 from pipeline.step import Inputs, State, Step, judge
 from pipeline.store import read_jsonl
 from pipeline.tasks.freeze_gold import GoldInput, ReleaseDefaults
@@ -191,7 +191,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     gold, given, release, out, clips = layout.gold_file(ctx.project), plan.given, plan.release, plan.out, plan.clips
     version, models, agreement = release.version, plan.models, plan.agreement
     sessions, warnings = given.sessions, given.warnings
-    done = last_done(ctx.project, "freeze", plan.inputs.fingerprint())
+    done = last_done_with(ctx.project, plan.inputs)
     if done is not None and out.is_dir() and release_is_current(out, done.detail):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
         ctx.release = out

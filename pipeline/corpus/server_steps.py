@@ -31,7 +31,8 @@ from pipeline.corpus.labelstudio_steps import (
 )
 from pipeline.errors import RescueError
 from pipeline.step import LABEL_STUDIO, Inputs, Step
-from pipeline.corpus.state import StepRun, file_sha, fingerprint, last_done, read_state, state_path, write_state
+from pipeline.corpus.state import (StepRun, file_sha, fingerprint, last_done, last_done_with, read_state, state_path,
+                                   write_state)
 from pipeline.corpus.stored import Kind, accounts, load_stored
 from pipeline.preannotate.drafts import drafts_path
 from pipeline.row_anchor import MIN_IOU
@@ -88,7 +89,7 @@ def push_step(ctx: CorpusContext) -> None:
         return
     inputs = push_inputs(ctx)
     roster = push_roster(ctx, server)
-    done = last_done(ctx.project, "push", inputs.fingerprint())
+    done = last_done_with(ctx.project, inputs)
     if (done is not None and done.detail.get("annotators") == list(roster)
             and _projects_unchanged(server, done.detail.get("projects"))):
         guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)

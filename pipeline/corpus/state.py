@@ -43,6 +43,16 @@ def last_done(project: Project, step: str, fingerprint: str) -> StepRun | None:
     return state if state is not None and state.status == "done" and state.fingerprint == fingerprint else None
 
 
+def last_done_with(project: Project, inputs: Inputs) -> StepRun | None:
+    """`last_done` for the step's `Inputs`. A run recorded before per-input digests existed gets them now,
+    once (its fingerprint matched, so they are the digests of its inputs): later checks can say which changed."""
+    state = last_done(project, inputs.step, inputs.fingerprint())
+    if state is not None and not state.input_digests:
+        state = state.model_copy(update={"input_digests": inputs.digests()})
+        write_state(project, state)
+    return state
+
+
 def file_sha(path: Path) -> str:
     return sha256_file(path) if path.is_file() else ""
 

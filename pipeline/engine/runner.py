@@ -12,7 +12,7 @@ from pydantic import Field
 
 from pipeline import layout
 from pipeline.catalog import load_catalog
-from pipeline.step import State
+from pipeline.step import Inputs, State
 from pipeline.errors import RescueError
 from pipeline.executors.base import Executor, SessionJob
 from pipeline.executors.local import LocalExecutor
@@ -90,8 +90,8 @@ def read_run(project: Project, stage: Stage, session_id: str) -> StepRun | None:
         return None  # unreadable state = never ran; the stage simply runs again
 
 
-def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
-    """Hash of everything the stage's output depends on; None while an upstream stage is not done."""
+def step_inputs(ctx: Context, stage: Stage, entry: CatalogEntry) -> Inputs | None:
+    """Everything the stage's output depends on for this session; None while an upstream stage is not done."""
     upstream = {}
     for name in stage.after:
         run = read_run(ctx.project, STAGES[name], entry.session_id)
@@ -99,13 +99,15 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
             return None
         # the upstream outputs' content (not their mtimes: a copied or migrated build stays up to date)
         upstream[name] = sha256_json([o.model_dump(exclude={"mtime_ns"}) for o in run.outputs])
-    return sha256_json({
-        "stage": stage.name,
-        "version": stage.version,
-        "settings": stage.settings_of(ctx.settings).model_dump(mode="json"),
-        "entry": entry.model_dump(mode="json"),
-        "upstream": upstream,
-    })
+    parts = {"settings": stage.settings_of(ctx.settings).model_dump(mode="json"),
+             "entry": entry.model_dump(mode="json"), "upstream": upstream}
+    return Inputs(stage.name, stage.version, parts, stage.settings, partitioned=True)
+
+
+def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
+    """The one fingerprint rule (`pipeline.step.Inputs`) over the session's inputs; None while blocked."""
+    inputs = step_inputs(ctx, stage, entry)
+    return inputs.fingerprint() if inputs is not None else None
 
 
 def waiting_for(project: Project, stage: Stage, session_id: str) -> str:
@@ -127,13 +129,13 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
         return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason,
                              elapsed_s=run.elapsed_s if run is not None else None)
 
-    wanted = fingerprint(ctx, stage, entry)
-    if wanted is None:
+    inputs = step_inputs(ctx, stage, entry)
+    if inputs is None:
         return status("blocked", f"waiting for {waiting_for(ctx.project, stage, entry.session_id)}")
     if run is None:
         return status("pending")
-    if run.fingerprint != wanted:
-        return status("stale", "catalog entry, settings or stage version changed")
+    if run.fingerprint != inputs.fingerprint():
+        return status("stale", inputs.changed_since(run))
     if run.status == "failed":
         return status("failed", run.error)
     if run.inputs != input_stamps(ctx.project, stage, entry):
@@ -192,6 +194,7 @@ def run_session_step(ctx: Context, stage: Stage, entries: list[CatalogEntry], *,
     started = time.perf_counter()  # debris of killed runs: swept once, by the build lock (pipeline/lock.py)
     report = StageReport(stage.name)
     todo: list[tuple[CatalogEntry, str]] = []
+    digests: dict[str, dict[str, str]] = {}
     for entry in entries:
         status = session_status(ctx, stage, entry)
         if status.state == "done":
@@ -200,11 +203,14 @@ def run_session_step(ctx: Context, stage: Stage, entries: list[CatalogEntry], *,
         elif status.state == "blocked":
             report.blocked.append(entry.session_id)
         else:
-            todo.append((entry, fingerprint(ctx, stage, entry) or ""))
+            inputs = step_inputs(ctx, stage, entry)
+            todo.append((entry, inputs.fingerprint() if inputs else ""))
+            digests[entry.session_id] = inputs.digests() if inputs else {}
     on_start(len(todo))
     jobs_todo = [SessionJob(ctx.project.root, stage.name, entry, wanted, ctx.overrides) for entry, wanted in todo]
 
-    def finished(run: StepRun) -> None:  # the driver alone records outcomes
+    def finished(run: StepRun) -> None:  # the driver alone records outcomes, with a digest per named input
+        run = run.model_copy(update={"input_digests": digests.get(run.session_id, {})})
         write_record_atomic(state_path(ctx.project, stage, run.session_id), run)
         on_done(run)
 
