@@ -2,7 +2,7 @@
 
 Every command that writes under build/ or to the annotation server holds the lock for its whole run
 (`rescue build` too, across all its stages). The lock is re-entrant within one process, so library
-functions that take it (`run_stage`, `build_corpus`) run inside a command that already holds it.
+functions that take it (`run_build`, `run_stage`) run inside a command that already holds it.
 While the lock is held no other writer can be running, so every temp name under build/ is debris of a
 killed run: the first acquisition in a process sweeps it (server-owned data and the tests' cache
 excepted). The holder (pid, command, start) is written into the lock file while it holds it, so a

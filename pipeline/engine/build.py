@@ -1,5 +1,6 @@
-"""`rescue build`: plan the graph, run the per-session steps through an executor, then the corpus steps for
-the sessions that are ready. One build lock for the whole run; the driver alone records state.
+"""`rescue build`: plan the graph, then one loop over it: a step partitioned by session runs for every session
+that is out of date through an executor, a corpus step runs once (for the sessions that are ready). One
+build lock for the whole run, taken once; the driver alone records state.
 
 A session that fails or waits holds back only what depends on it: the other sessions complete, and the
 corpus steps run for every session that has rows (the report says who waits for what)."""
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from pipeline.corpus.context import StepOutcome
+from pipeline.engine.corpus_run import CorpusReport, CorpusRun
 from pipeline.engine.plan import plan
 from pipeline.engine.steps import STEPS
 from pipeline.engine.waiting import Waiting, waiting_sessions
@@ -71,7 +73,7 @@ class BuildReport:
     sessions: int  # how many sessions the session steps covered
     stages: list[StageReport] = field(default_factory=list)
     waiting: list[Waiting] = field(default_factory=list)
-    corpus: object | None = None  # pipeline.engine.corpus_run.CorpusReport when the corpus steps ran
+    corpus: CorpusReport | None = None  # when the corpus steps ran
     corpus_not_run: str = ""  # why the planned corpus steps did not run
 
     @property
@@ -99,27 +101,40 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
         report = BuildReport(steps=steps, sessions=len(entries))
         owned = executor is None
         executor = executor or LocalExecutor(jobs)
+        corpus: CorpusRun | None = None
         try:
             for name in steps:  # graph order: every session step comes before the corpus steps
-                if STEPS[name].partitioned_by == "session":
+                step = STEPS[name]
+                if step.partitioned_by == "session":
                     with hooks.stage(name) as callbacks:
-                        stage = run_session_step(context, STEPS[name], entries, executor=executor,
-                                                 **callbacks._asdict())
+                        stage = run_session_step(context, step, entries, executor=executor, **callbacks._asdict())
                     report.stages.append(stage)
                     hooks.stage_done(stage)
+                    continue
+                if corpus is None:  # the first corpus step: the session steps are through
+                    if owned:  # a pool's workers (or Ray's) are not needed by the corpus steps
+                        executor.close()
+                        owned = False
+                    report.waiting = _waiting(context, entries)
+                    report.corpus_not_run = "--no-annotation" if not annotate else \
+                        "sessions were named" if session_ids else ""
+                    if report.corpus_not_run:
+                        break
+                    corpus = CorpusRun(project, [n for n in steps if STEPS[n].scope == "corpus"],
+                                       on_step=hooks.corpus_step, on_begin=hooks.corpus_begin, overrides=overrides)
+                    if corpus.ctx is None:  # nothing to annotate yet: the report says why
+                        break
+                corpus.run(name)
         finally:
             if owned:
                 executor.close()
-        report.waiting = waiting_sessions(context, entries, states=("failed", "blocked"))
-        corpus = [name for name in steps if STEPS[name].scope == "corpus"]
-        if corpus:
-            if not annotate:
-                report.corpus_not_run = "--no-annotation"
-            elif session_ids:
-                report.corpus_not_run = "sessions were named"
-            else:
-                from pipeline.engine.corpus_run import build_corpus
-
-                report.corpus = build_corpus(project, steps=corpus, on_step=hooks.corpus_step,
-                                             on_begin=hooks.corpus_begin, overrides=overrides)
+            if corpus is not None:
+                corpus.close()
+        if corpus is None and not report.corpus_not_run:
+            report.waiting = _waiting(context, entries)
+        report.corpus = corpus.report() if corpus is not None else None
     return report
+
+
+def _waiting(context: Context, entries: list) -> list[Waiting]:  # type: ignore[type-arg]
+    return waiting_sessions(context, entries, states=("failed", "blocked"))

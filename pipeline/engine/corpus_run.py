@@ -1,5 +1,5 @@
-"""The corpus steps of `rescue build`: one loop over the planned steps, each step's function called with the
-one `CorpusContext`, each skipping itself when it is up to date.
+"""The corpus steps of `rescue build` (`CorpusRun`): the build's loop (pipeline/engine/build.py) runs them in
+turn, each step's function called with the one `CorpusContext`, each skipping itself when it is up to date.
 
     server -> push -> sample-annotations -> pull -> adjudicate (+ sample-adjudications) -> agree -> gold -> freeze
 
@@ -87,30 +87,47 @@ def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
                           "run `rescue --debug build` for the traceback and report it") from exc
 
 
-def build_corpus(project: Project, *, steps: Collection[str] | None = None,
+class CorpusRun:
+    """The corpus steps of one build, run one at a time by the build's loop (`run`), each step's function
+    called with the one `CorpusContext`; `close` stops a server a failed step left open. The caller holds
+    the build lock. The steps run for the catalog sessions that have rows; a session still waiting for its
+    rows is left out (and reported as pending), never a reason to stop the others."""
+
+    def __init__(self, project: Project, planned: list[str], *,
                  on_step: Callable[[StepOutcome], None] = lambda outcome: None,
                  on_begin: Callable[[str], None] = lambda step: None,
-                 overrides: SettingsOverrides = NO_OVERRIDES) -> CorpusReport:
-    """Run the corpus `steps` (the engine's plan: the named ones and what they need) that are out of date,
-    for the catalog sessions that have rows; a session still waiting for its rows is left out (and reported
-    as pending), never a reason to stop the others. The caller holds the build lock."""
-    planned = [name for name in CORPUS_STEPS if steps is None or name in steps]
-    if not any(path.is_file() and path.stat().st_size for path in
-               (rows_path(project, item.entry.session_id) for item in load_catalog(project))):
-        return CorpusReport(steps=(), not_run="no catalog session has transcript rows yet: nothing to annotate")
-    ctx = CorpusContext.load(project, overrides, on_step=on_step, on_begin=on_begin)
-    ctx.planned = frozenset(planned)
-    ctx.server_reason = server_needed(ctx, planned) if "server" in planned else None
-    try:
-        for index, name in enumerate(planned):
-            with _step(ctx, name):
-                STEPS[name].run(ctx)
-            if ctx.server is not None and not any(LABEL_STUDIO in STEPS[later].needs for later in planned[index + 1:]):
-                close_server(ctx)  # the last step that reads the server is done: stop it, record its stamp
-    finally:
-        close_server(ctx, record=False)  # a step failed while the server was open
-    return CorpusReport(steps=tuple(ctx.outcomes), agreement_report=_rel(project, ctx.agreement_report),
-                        release=_rel(project, ctx.release), gold_sessions=ctx.gold_sessions, pending=ctx.pending)
+                 overrides: SettingsOverrides = NO_OVERRIDES) -> None:
+        self.project, self.planned = project, planned
+        self.ctx: CorpusContext | None = None
+        self.not_run = ""
+        if not any(path.is_file() and path.stat().st_size for path in
+                   (rows_path(project, item.entry.session_id) for item in load_catalog(project))):
+            self.not_run = "no catalog session has transcript rows yet: nothing to annotate"
+            return
+        ctx = self.ctx = CorpusContext.load(project, overrides, on_step=on_step, on_begin=on_begin)
+        ctx.planned = frozenset(planned)
+        ctx.server_reason = server_needed(ctx, planned) if "server" in planned else None
+
+    def run(self, name: str) -> None:
+        ctx = self.ctx
+        assert ctx is not None, self.not_run
+        with _step(ctx, name):
+            STEPS[name].run(ctx)
+        later = self.planned[self.planned.index(name) + 1:]
+        if ctx.server is not None and not any(LABEL_STUDIO in STEPS[step].needs for step in later):
+            close_server(ctx)  # the last step that reads the server is done: stop it, record its stamp
+
+    def close(self) -> None:
+        if self.ctx is not None:
+            close_server(self.ctx, record=False)  # a step failed while the server was open
+
+    def report(self) -> CorpusReport:
+        ctx = self.ctx
+        if ctx is None:
+            return CorpusReport(steps=(), not_run=self.not_run)
+        return CorpusReport(steps=tuple(ctx.outcomes), agreement_report=_rel(self.project, ctx.agreement_report),
+                            release=_rel(self.project, ctx.release), gold_sessions=ctx.gold_sessions,
+                            pending=ctx.pending)
 
 
 def _rel(project: Project, path: Path | None) -> str | None:
