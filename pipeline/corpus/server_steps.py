@@ -43,10 +43,9 @@ PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
 def push_inputs(ctx: CorpusContext) -> Inputs:
     media = {sid: session_video(ctx.project, sid) for sid in ctx.rows}
     drafts = {sid: file_sha(drafts_path(ctx.project.build, sid)) for sid in ctx.rows}  # new drafts push again
-    # "3": tasks record the draft they show in their meta (pipeline/annotate/drafted.py)
+    settings = ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS)
     return Inputs("push", PUSH.version, dict(rows=ctx.rows, media=media, schema=ctx.schema_sha, drafts=drafts,
-                                    settings=ctx.settings.annotate.model_dump(mode="json", include=PUSHED_SETTINGS)),
-                  ("annotate",))
+                                             settings=settings), ("annotate",))
 
 
 def push_fingerprint(ctx: CorpusContext) -> str:
@@ -311,6 +310,7 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
 
 
 LS = (LABEL_STUDIO,)
+# push version "3": tasks record the draft they show in their meta (pipeline/annotate/drafted.py)
 PUSH = Step("push", push_step, after=("server",), settings=("annotate",), sources="annotation_schemas/",
             outputs=("Label Studio projects and tasks", "build/labelstudio/media/"),
             summary="rows -> tasks in every annotator's own project (matched by row id, never duplicated)",
