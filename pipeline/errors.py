@@ -23,15 +23,18 @@ def final_path(path: str) -> str:
 
 
 class RescueError(Exception):
-    """A problem the user can fix. The CLI prints it as one line plus the fix, without a traceback."""
+    """A problem the user can fix. The CLI prints it as one line plus the fix, without a traceback; `details`
+    (optional: evidence the fix needs, e.g. one line per unnamed speaker) follow on their own indented lines."""
 
-    def __init__(self, message: str, fix: str = "") -> None:
+    def __init__(self, message: str, fix: str = "", details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.fix = fix
+        self.details = tuple(details)
 
     def __str__(self) -> str:
-        return f"{self.message} (fix: {self.fix})" if self.fix else self.message
+        text = f"{self.message} (fix: {self.fix})" if self.fix else self.message
+        return text + "".join(f"\n    {detail}" for detail in self.details)
 
 
 def masked_url(url: str) -> str:

@@ -14,6 +14,7 @@ MEDIA_AREA = "media"
 MEDIA_RECORD = "media.json"  # ingest's record of a session: build/media/<session_id>/media.json
 STATE_AREA = "state"
 CORPUS_STATE = "corpus"  # build/state/corpus/<step>.json: the state of the corpus steps
+TRANSCRIPTS_AREA = "transcripts"  # the rows step's output: build/transcripts/<session_id>/
 GOLD_AREA = "gold"
 GOLD_FILE = "benchmark.jsonl"
 
@@ -50,15 +51,44 @@ def gold_file(project: Project) -> Path:
 
 
 def release_dir(project: Project, version: str) -> Path:
-    return project.build / "release" / version
+    return releases_dir(project) / version
 
 
 def agreement_dir(project: Project) -> Path:
+    """build/agreement/: the agreement report of the newest snapshot."""
     return project.build / "agreement"
 
 
 def adjudication_dir(project: Project) -> Path:
+    """build/adjudication/: queue.jsonl, summary.json and answers/<UTC time>/ pulled from adjudication projects."""
     return project.build / "adjudication"
+
+
+def adjudication_answers_dir(project: Project) -> Path:
+    return adjudication_dir(project) / "answers"
+
+
+def annotations_dir(project: Project) -> Path:
+    """build/annotations/: the pulled snapshots, one folder each, never overwritten."""
+    return project.build / "annotations"
+
+
+def labelstudio_dir(project: Project) -> Path:
+    """build/labelstudio/: the embedded server's own files (database, secrets, logs, roster): never published."""
+    return project.build / "labelstudio"
+
+
+def cache_dir(project: Project, family: str) -> Path:
+    """build/cache/<family>/: what a family may recompute (embeddings, coded snapshots); safe to delete."""
+    return project.build / "cache" / family
+
+
+def scores_dir(project: Project) -> Path:
+    return project.build / "scores"
+
+
+def releases_dir(project: Project) -> Path:
+    return project.build / "release"
 
 
 RUNS_AREA = "runs"
@@ -66,6 +96,14 @@ RUN_PREDICTIONS = "predictions.jsonl"  # what `rescue evaluate` scores: one pars
 RUN_UNANSWERED = "unanswered.jsonl"  # one {"id", "reason"} per instance without a usable answer
 RUN_RECORD = "run.json"  # model, endpoint host, mode, prompt version, release id and hash, counts, tokens
 RUN_SCORES = "scores.json"  # written by `rescue evaluate` when it scores a run folder; read by the leaderboard
+# The run's log (`rescue show-run`): per request the payload as sent and the raw answer, per instance its span of
+# the prompt, what the model gave for it, the prediction or the reason there is none; written as the run goes to
+# the `.partial` names (a killed run keeps them), then in order to the final names before run.json.
+RUN_REQUESTS = "requests.jsonl"
+RUN_SAMPLES = "samples.jsonl"
+RUN_REQUESTS_PARTIAL = "requests.partial.jsonl"
+RUN_SAMPLES_PARTIAL = "samples.partial.jsonl"
+RUN_SAMPLE_SCORES = "sample_scores.jsonl"  # per instance: the answer the scorer used, the gold and its scores
 
 
 def runs_dir(project: Project) -> Path:

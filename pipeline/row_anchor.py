@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 
 from pipeline.records import Record
+from pipeline.span import Span
 
 MIN_IOU = 0.5
 _SPAN = re.compile(r"^(?P<session>.+)@(?P<start>\d+)-(?P<end>\d+)$")
@@ -27,9 +28,8 @@ def span_of(row_id: str) -> tuple[str, float, float] | None:
 
 
 def iou(a: tuple[float, float], b: tuple[float, float]) -> float:
-    inter = max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
-    union = max(a[1], b[1]) - min(a[0], b[0])
-    return inter / union if union > 0 else 0.0
+    """IoU of two (start, end) pairs, as `span_of` gives them."""
+    return Span(*a).iou(Span(*b))
 
 
 class Placement(Record):

@@ -80,7 +80,14 @@ class LabelGuideEntry(Record):
     """What the labels of one label set mean (per scope, like the set) and how to choose between them."""
 
     definitions: dict[LabelScope, dict[str, str]] = {}
-    rules: tuple[str, ...] = ()
+    # a list applies to every scenario; a mapping per scope (all, couple, family) keeps a scenario's rules off the
+    # other's form and prompts (a couple project must not show family-only precedence)
+    rules: tuple[str, ...] | dict[LabelScope, tuple[str, ...]] = ()
+
+    def rules_for(self, scenario: Scenario) -> tuple[str, ...]:
+        if isinstance(self.rules, tuple):
+            return self.rules
+        return (*self.rules.get("all", ()), *self.rules.get(scenario, ()))
 
 
 class LabelGuide(Record):
@@ -182,11 +189,14 @@ class AnnotationSchema(Record):
         entry = self.label_guides.get(set_name, LabelGuideEntry())
         merged = {**entry.definitions.get("all", {}), **entry.definitions.get(scenario, {})}
         definitions = tuple((label, merged[label]) for label in self.labels(set_name, scenario) if label in merged)
-        return LabelGuide(label_set=set_name, scenario=scenario, definitions=definitions, rules=entry.rules)
+        return LabelGuide(label_set=set_name, scenario=scenario, definitions=definitions,
+                          rules=entry.rules_for(scenario))
 
-    def entities(self, scenario: Scenario, participants: tuple[str, ...]) -> tuple[str, ...]:
-        """The closed entity set of a session: its participants, the therapist and the group label."""
-        return (*participants, self.therapist, self.group_labels[scenario])
+    def entities(self, scenario: Scenario, participants: tuple[str, ...], *, therapist: bool = True
+                 ) -> tuple[str, ...]:
+        """The closed entity set of a session: its participants, the therapist (unless the catalog says the
+        session has none) and the group label."""
+        return (*participants, *((self.therapist,) if therapist else ()), self.group_labels[scenario])
 
 
 def load_schema(path: Path) -> AnnotationSchema:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.project import Project
 from pipeline.records import TranscriptRow
 from pipeline.store import read_jsonl, write_jsonl_atomic
@@ -21,7 +22,7 @@ def clip_end(start: float, end: float, media_duration: float) -> float:
 
 def rows_path(project: Project, session_id: str) -> Path:
     """build/transcripts/<session_id>/rows.jsonl: one TranscriptRow per line, in row_index order."""
-    return project.session_dir("transcripts", session_id) / ROWS_FILE
+    return layout.session_area(project, layout.TRANSCRIPTS_AREA, session_id) / ROWS_FILE
 
 
 def read_rows(project: Project, session_id: str) -> list[TranscriptRow]:

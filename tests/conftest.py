@@ -13,7 +13,12 @@ from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.store import sha256_file
 from tests.media import make_video
-from tests.speech_fixtures import built_samples, copy_built  # noqa: F401  (speech: real models, built once)
+
+# The shared fixtures, as plugins (never star-imported into test modules). The expensive ones are session-scoped:
+# the speech build of the samples, the migrated Label Studio database, the first corpus build (copied per test).
+# tests.markers marks each test by the fixtures it uses (slow, labelstudio, browser); see docs/build.md.
+pytest_plugins = ["tests.speech_fixtures", "tests.labelstudio_fixtures", "tests.corpus_fixtures",
+                  "tests.release_fixtures", "tests.markers"]
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 The first server start migrates an empty SQLite database (~45-70 s); the migrated database, with its
 admin account, is kept under build/test-cache/ and copied into each test module's fresh data dir,
 so later starts take ~7 s. Every server a fixture starts is stopped in its teardown, also when the
-test fails. Import the fixtures into a test module with `from tests.labelstudio_fixtures import *`.
+test fails. A pytest plugin (tests/conftest.py registers it): test modules name the fixtures as arguments and
+import only the helpers (`LiveServer`, `write_truth_rows`, ...).
 """
 
 from __future__ import annotations

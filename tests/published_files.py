@@ -12,7 +12,7 @@ from pipeline.tasks.published_format import published_record
 from pipeline.tasks.release import freeze_release
 from pipeline.tasks.settings import TaskSettings
 from tests.tasks_rows import alan_and_evelyn_rows, row, session
-from tests.test_release import PROVENANCE, SCHEMA, family_session
+from tests.release_inputs import PROVENANCE, SCHEMA, family_session
 
 AUTHORS = "/home/authors/rescue/manual_review_system/review_assets"
 COMPACT = {"ensure_ascii": False, "separators": (",", ":")}

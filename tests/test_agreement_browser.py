@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking"]
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (make setup)")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (make setup)")]
 
 
 def test_report_renders_with_every_figure_loaded(project: Project) -> None:

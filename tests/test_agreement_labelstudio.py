@@ -14,7 +14,6 @@ from pipeline.benchmark_format import BenchmarkSession
 from pipeline.records import SampleTruth
 from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import LiveServer, write_truth_rows
 
 ANNOTATORS = ("ann.a@example.org", "ann.b@example.org")

@@ -215,15 +215,25 @@ def _crafted_disagreements(project: Project, schema: AnnotationSchema) -> tuple[
 
 
 def test_disagreements_list_exactly_the_differing_rows_with_answers_text_and_link(
-        project: Project, schema: AnnotationSchema) -> None:
+        project: Project, schema: AnnotationSchema, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.agreement.adjudication_tasks import record_adjudication_tasks
+
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
     records, changed = _crafted_disagreements(project, schema)
+    records = [r.model_copy(update={"task_id": 400 + r.row_index}) if r.annotator == ANNOTATORS[0] else r
+               for r in records]
     path = store(project, records)
+    # the pull ran against the server's port of that day; links must not use it, but the configured address
+    (project.root / "pyproject.toml").write_text('[tool.rescue.annotate]\npublic_url = "https://ann:pw@ls.example/"\n')
     summary = {"snapshot": "20261130T100000Z", "folder": "x", "schema_version": schema.id,
-               "source": "http://ls.example:8080/",
+               "source": "http://127.0.0.1:43111/",
                "projects": [{"scenario": "couple", "annotator": ANNOTATORS[1], "project_id": 7,
                              "records": len(records)},
-                            {"scenario": "couple", "annotator": ANNOTATORS[0], "project_id": None, "records": 0}]}
+                            {"scenario": "couple", "annotator": ANNOTATORS[0], "project_id": 6, "records": 0}]}
     (path.parent / "summary.json").write_text(json.dumps(summary))
+    first, second = sorted(changed)
+    row_ids = {r.row_index: r.row_id for r in records}
+    record_adjudication_tasks(project, "couple", 9, [(900 + first, row_ids[first])])  # only the first was queued
     output = run_agree(project, FAST, text=False)
     groups = {g.measure: g for g in output.report.disagreements}
     group = groups["utterance_type"]
@@ -234,18 +244,36 @@ def test_disagreements_list_exactly_the_differing_rows_with_answers_text_and_lin
         assert d.text == texts[d.row_index]
         assert [(a.annotator, a.answer) for a in d.answers] == \
             [(n, by_record[(d.row_index, n)]) for n in ANNOTATORS[:2]]
-        # annotator A's project id is unknown: the link is B's task, and says so
-        assert d.link == f"http://ls.example:8080/projects/7/data?task={500 + d.row_index}"
-        assert ANNOTATORS[1] in d.link_label
+        # every annotator's own task, at the configured address (no credentials), then the adjudication task
+        expected = [("annotator", ANNOTATORS[0], f"https://ls.example/projects/6/data?task={400 + d.row_index}"),
+                    ("annotator", ANNOTATORS[1], f"https://ls.example/projects/7/data?task={500 + d.row_index}")]
+        if d.row_index == first:
+            expected.append(("adjudication", "", f"https://ls.example/projects/9/data?task={900 + first}"))
+        assert [(t.kind, t.annotator, t.url) for t in d.links] == expected
+        assert ANNOTATORS[1] in d.links[1].label
     assert groups["primary_speaker"].total == 0 and "tone_of_voice" not in groups  # text fields are left out
     markdown = (output.folder / "agreement.md").read_text()
-    first, second = sorted(changed)
     assert "## Where annotators disagree" in markdown and f"projects/7/data?task={500 + first}" in markdown
+    assert f"projects/9/data?task={900 + first}" in markdown and "43111" not in markdown
     page = (output.folder / "report.html").read_text()
-    assert f'href="http://ls.example:8080/projects/7/data?task={500 + second}"' in page
+    assert f'href="https://ls.example/projects/7/data?task={500 + second}"' in page
+    assert f'href="https://ls.example/projects/6/data?task={400 + second}"' in page and "pw@" not in page
     rows = list(csv.DictReader(io.StringIO((output.folder / "disagreements.csv").read_text())))
     assert {(r["row_index"], r["annotator"], r["answer"]) for r in rows if r["measure"] == "utterance_type"} == \
         {(str(i), n, by_record[(i, n)]) for i in changed for n in ANNOTATORS[:2]}
+    assert {(r["row_index"], r["annotator"], r["task_link"], r["adjudication_link"]) for r in rows
+            if r["measure"] == "utterance_type" and r["annotator"] == ANNOTATORS[0]} == \
+        {(str(first), ANNOTATORS[0], f"https://ls.example/projects/6/data?task={400 + first}",
+          f"https://ls.example/projects/9/data?task={900 + first}"),
+         (str(second), ANNOTATORS[0], f"https://ls.example/projects/6/data?task={400 + second}", "")}
+
+
+def test_a_report_written_before_every_task_was_linked_still_reads() -> None:
+    from pipeline.agreement.results import Disagreement
+
+    old = Disagreement.model_validate({"session_id": "s", "row_id": "r", "row_index": 1, "answers": [],
+                                       "link": "http://h/projects/7/data?task=5", "link_label": "task 5 of a"})
+    assert [(t.kind, t.url) for t in old.links] == [("annotator", "http://h/projects/7/data?task=5")]
 
 
 def test_disagreements_are_capped_with_a_count_of_the_rest(project: Project, schema: AnnotationSchema) -> None:
@@ -253,7 +281,7 @@ def test_disagreements_are_capped_with_a_count_of_the_rest(project: Project, sch
     store(project, records)
     report = run_agree(project, FAST.model_copy(update={"disagreements_per_field": 1}), text=False).report
     group = next(g for g in report.disagreements if g.measure == "utterance_type")
-    assert group.total == 2 and len(group.shown) == 1 and group.shown[0].link == ""  # no pull summary: no server
+    assert group.total == 2 and len(group.shown) == 1 and group.shown[0].links == ()  # no address configured: no links
     from pipeline.agreement.report_tables import to_markdown
 
     units = sum(1 for r in records if r.field == "utterance_type" and r.annotator == ANNOTATORS[0] and r.value)

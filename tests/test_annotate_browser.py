@@ -6,9 +6,7 @@ annotate_browser_independent.png."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
-import pytest
 
 from pipeline.annotate.accounts import add_annotators, annotator_password
 from pipeline.annotate.pull import ANNOTATIONS_FILE, pull_annotations
@@ -17,15 +15,11 @@ from pipeline.annotate.push import push_rows
 from pipeline.records import Annotation
 from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
-from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer, write_truth_rows
+from tests.browser import ARTIFACTS, BROWSER, BROWSER_ARGS, CHROMIUM
+from tests.browser import log_in as _log_in
+from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = REPO / "build" / "test-artifacts"
-BROWSER_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--metrics-recording-only"]
-
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed (make setup)")
+pytestmark = BROWSER
 
 
 def _select_word(page, text_of_line: str, word: str) -> None:  # noqa: ANN001 - playwright Page
@@ -37,14 +31,6 @@ def _select_word(page, text_of_line: str, word: str) -> None:  # noqa: ANN001 - 
         const selection = window.getSelection(); selection.removeAllRanges(); selection.addRange(range);
         el.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));
     }""", word)
-
-
-def _log_in(page, url: str, email: str, password: str) -> None:  # noqa: ANN001 - playwright Page
-    page.goto(f"{url}/user/login/")
-    page.fill("input[name=email]", email)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda current: "/user/login" not in current)
 
 
 def test_an_annotator_labels_a_row_in_the_browser_and_pull_returns_what_was_clicked(ls_server: LiveServer) -> None:

@@ -217,7 +217,7 @@ def test_the_form_shows_each_label_definition_as_a_hint_and_in_a_panel(schema: A
         assert shown[len(guide.definitions):] == [f"Rule - {rule}" for rule in guide.rules]
     assert "(none)" in {c.get("value") for c in controls["relation_cycle_state"].iter("Choice") if c.get("hint")}
     instruction = next(v for v in root.iter("View") if v.get("idAttr") == "items-instruction")
-    assert "1. click its kind" in ET.tostring(instruction, encoding="unicode")
+    assert "1. press its kind's key" in ET.tostring(instruction, encoding="unicode")
     assert all(label.get("hint") for label in controls["item"].iter("Label"))
 
 
@@ -232,3 +232,44 @@ def test_a_schema_file_with_an_unknown_field_type_or_an_empty_label_set_is_refus
         with pytest.raises(RescueError, match=re.escape(expected)) as caught:
             load_schema(path)
         assert str(path) in caught.value.message and caught.value.fix
+
+
+def _panels(config: str) -> str:
+    """Every definition and rule line the form shows, as one text."""
+    return "\n".join(e.get("value", "") for e in ET.fromstring(config).iter("Header")
+                     if e.get("value", "").startswith("Rule - ") or ": " in e.get("value", ""))
+
+
+def test_each_scenario_shows_only_its_own_rules(schema: AnnotationSchema) -> None:
+    """A couple project shows no family-only rule (labels of the family sets, "family"), and the other way round."""
+    for scenario, other in (("couple", "family"), ("family", "couple")):
+        shown = _panels(build_config(schema, scenario))
+        own = {label for name in ("relation_pattern", "support_strategy") for label in schema.labels(name, scenario)}
+        foreign = {label for name in ("relation_pattern", "support_strategy")
+                   for label in schema.labels(name, other)} - own
+        assert foreign and not [label for label in sorted(foreign) if re.search(rf"\b{label}\b", shown)], scenario
+        assert not re.search(rf"\b{other}\b", shown, re.IGNORECASE), scenario
+        rules = [rule for name in schema.label_guides for rule in schema.label_guide(name, scenario).rules]
+        assert rules and all(f"Rule - {rule}" in shown for rule in rules)  # none of its own got lost
+
+
+def test_a_session_without_a_therapist_offers_no_therapist(schema: AnnotationSchema) -> None:
+    session = _session()
+    alone = SessionRows(session.entry.model_copy(update={"therapist": False}), session.rows[:1], None)
+    data = build_task(schema, alone, 0, context_rows=5, media_url=None)["data"]
+    assert data["entities"] == [{"value": n} for n in ("Maya", "Daniel", "Couple")]
+    assert data["people"] == "Maya  Daniel  Couple"
+    with_one = build_task(schema, session, 0, context_rows=5, media_url=None)["data"]
+    assert {"value": "Therapist"} in with_one["entities"]
+
+
+def test_list_kinds_take_the_keys_1_to_8_and_the_fields_two_columns(schema: AnnotationSchema) -> None:
+    config = build_config(schema, "couple")
+    kinds = {label.get("value"): label.get("hotkey") for label in _controls(config)["item"].iter("Label")}
+    items = [f.name for f in schema.fields if f.type == "items"]
+    assert kinds == {name: str(number) for number, name in enumerate(items, start=1)}
+    views = {view.get("idAttr"): view for view in ET.fromstring(config).iter("View") if view.get("idAttr")}
+    assert "grid-template-columns: repeat(2" in views["fields"].get("style", "")
+    assert "display: flex" in views["row-view"].get("style", "")  # the clip beside the words
+    inside = {view.get("idAttr") for view in views["fields"].iter("View")}
+    assert {f"field-{f.name}" for f in schema.fields if f.annotated and f.type != "items"} <= inside

@@ -9,10 +9,11 @@ from pipeline.annotate.projects import annotator_title
 from pipeline.annotate.push import push_rows
 from pipeline.annotate.tasks import clock
 from pipeline.schema import load_schema
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.browser import ARTIFACTS, BROWSER, BROWSER_ARGS, CHROMIUM  # noqa: F401
+from tests.browser import log_in as _log_in
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
-# pytestmark: skipped like the other browser test where Debian chromium is missing
-from tests.test_annotate_browser import ARTIFACTS, BROWSER_ARGS, CHROMIUM, _log_in, pytestmark  # noqa: F401
+
+pytestmark = BROWSER  # skipped where Debian chromium is missing
 
 
 def test_the_form_shows_real_context_times_label_definitions_and_the_item_instruction(ls_server: LiveServer) -> None:
@@ -56,7 +57,7 @@ def test_the_form_shows_real_context_times_label_definitions_and_the_item_instru
             assert page.locator(".lsf-paragraphs").count() == 0
             # the list-item interaction says what to do, in order, right at the field
             assert page.locator("#items-instruction").is_visible()
-            assert "1. click its kind" in page.locator("#items-instruction").inner_text()
+            assert "1. press its kind's key" in page.locator("#items-instruction").inner_text()
             # a taxonomy label's definition appears on hover ...
             label, definition = utterance.definitions[0]
             page.locator("#field-utterance_type").get_by_text(label).first.hover()

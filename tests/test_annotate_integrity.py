@@ -29,7 +29,6 @@ from pipeline.records import Annotation, TranscriptRow
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.store import read_jsonl
 from tests.annotate_values import COUPLE_ENTITIES, client_values
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"

@@ -27,7 +27,6 @@ from pipeline.store import read_jsonl, sha256_file
 from pipeline.transcripts import rows_path, write_rows
 from tests.annotate_values import COUPLE_ENTITIES, client_values, therapist_values
 from tests.conftest import tree_digest
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, add_catalog_copy, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"

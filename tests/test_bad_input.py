@@ -24,7 +24,6 @@ from pipeline.media.register import register_session
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.settings import IngestSettings
-from pipeline.store import sha256_file
 from tests.media import make_video
 
 RULE = "rule: a participant name is one name on one line"
@@ -161,7 +160,7 @@ def test_a_boolean_is_not_an_intensity(tmp_path: Path) -> None:
     from pipeline.tasks.evaluate import evaluate
     from pipeline.tasks.release import freeze_release
     from pipeline.tasks.settings import TaskSettings
-    from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
+    from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions
 
     release = tmp_path / "v1"
     freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, release, schema=SCHEMA)

@@ -131,7 +131,7 @@ def test_parallel_run_matches_serial_run(project: Project, add_video: Callable[.
 
 
 def test_a_second_writer_is_refused_while_one_runs(project: Project, add_video: Callable[..., CatalogEntry]) -> None:
-    from tests.test_writers_lock import start_holder
+    from tests.lock_holder import start_holder
 
     add_video("a", 2.0)
     context = Context.load(project)

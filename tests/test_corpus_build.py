@@ -4,17 +4,16 @@ Real components throughout: the sample sessions built once through the real spee
 (`built_samples`), a real Label Studio server that the build itself starts and stops (its database
 seeded from the tests' migrated template so the start takes seconds, not the ~70 s first migration),
 the stored sample annotation export of `pipeline/sample/annotations/`, the real agreement, gold and
-freeze code. The tests in this module run in order on one shared project: each builds on the state
-the previous one left, as a researcher's successive `rescue build` runs do.
+freeze code. The first build runs once per test run (`built_corpus`, tests/corpus_fixtures.py); every
+other test starts from its own copy of the project it left (`corpus_copy`), as a researcher's next
+`rescue build` does, so each test also runs alone.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,7 +34,7 @@ from pipeline.store import read_jsonl
 from pipeline.tasks.instances import TASKS
 from pipeline.transcripts import read_rows
 from tests.conftest import tree_digest
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.corpus_fixtures import BuiltCorpus, build, instance_lines
 from tests.labelstudio_fixtures import REPO, LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
 
@@ -43,52 +42,14 @@ NEW_SESSION = "more/maya_and_daniel_again"
 RECORDING = json.loads((REPO / "pipeline" / "sample" / "annotations" / "recording.json").read_text())
 
 
-def seed_server(project: Project, template: Path) -> None:
-    """Start the project's embedded server from the migrated template database (as server.start(template=) does)."""
-    paths = server.ServerPaths.of(project)
-    paths.data.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(template / server.DB_NAME, paths.database)
-    server.write_secret(paths.admin, server.read_secret(template / "admin.json"))
+@pytest.fixture
+def corpus(corpus_copy: Project) -> Project:
+    """A private copy of the corpus after its first build (tests/corpus_fixtures.py): each test starts from it."""
+    return corpus_copy
 
 
-def copy_project(built: Project, root: Path, template: Path) -> Project:
-    shutil.copytree(built.root, root, symlinks=True, dirs_exist_ok=True)
-    shutil.copytree(REPO / "annotation_schemas", root / "annotation_schemas")
-    project = Project(root.resolve())
-    seed_server(project, template)
-    return project
-
-
-@pytest.fixture(scope="module")
-def corpus(built_samples: Project, labelstudio_template: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[Project]:
-    os.environ.pop("LABEL_STUDIO_URL", None)
-    os.environ.pop("LABEL_STUDIO_API_KEY", None)
-    project = copy_project(built_samples, tmp_path_factory.mktemp("corpus"), labelstudio_template)
-    try:
-        yield project
-    finally:
-        server.stop(server.ServerPaths.of(project))  # the build stops its own server; this is for failed tests
-
-
-def build(project: Project, *args: str) -> str:
-    result = CliRunner().invoke(main, ["--root", str(project.root), "build", *args])
-    assert result.exit_code == 0, result.output
-    return result.output
-
-
-def instance_lines(release: Path) -> dict[tuple[str, str], str]:
-    """(file, instance id) -> the instance's JSON line, for every task and gold file of a release."""
-    found = {}
-    for kind in ("tasks", "gold"):
-        for task in TASKS:
-            for line in (release / kind / f"{task}.jsonl").read_text(encoding="utf-8").splitlines():
-                found[(f"{kind}/{task}", json.loads(line)["id"])] = line
-    return found
-
-
-def test_build_runs_the_whole_chain_and_freezes_a_verified_release(corpus: Project) -> None:
-    output = build(corpus)
+def test_build_runs_the_whole_chain_and_freezes_a_verified_release(built_corpus: BuiltCorpus) -> None:
+    corpus, output = built_corpus.project, built_corpus.first_build_output  # the suite's one first build
     stored = sum(s["annotations"] for s in RECORDING["sessions"].values())
     couple, family, team = len(read_rows(corpus, COUPLE)), len(read_rows(corpus, FAMILY)), len(ANNOTATORS)
     # the speech stages were built by the fixture (--no-annotation); the drafts for annotators are made now
@@ -193,6 +154,7 @@ def test_single_step_commands_are_the_builds_steps(corpus: Project) -> None:
 def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus: Project,
                                                                           labelstudio_template: Path) -> None:
     old_release = instance_lines(corpus.build / "release" / "v1")
+    snapshots_before = sorted((corpus.build / "annotations").iterdir())
     folder = corpus.raw_video / "more"
     folder.mkdir()
     for suffix in (".mp4", ".srt"):
@@ -212,6 +174,9 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
     assert (f"push: ran - {team * imported} task(s) imported (couple {team * imported}, family 0), "
             f"{team * before} already there, in the own projects of {team} annotator(s)") in output
     assert f"{NEW_SESSION}: no annotations pulled yet" in output  # reported, and left out of the release
+    # its tasks changed the server's exports, not what the annotators said: no new, identical snapshot (issue 22)
+    assert "pull: up to date - the server's exports changed (tasks or drafts), its annotations did not" in output
+    assert sorted((corpus.build / "annotations").iterdir()) == snapshots_before
     assert "freeze: up to date - release v1: 2 session(s)" in output
 
     live = LiveServer(corpus, server.ServerPaths.of(corpus), labelstudio_template)

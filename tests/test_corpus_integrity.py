@@ -1,7 +1,8 @@
 """Nothing shrinks or sticks silently (issue 9, part 4), on the two sample sessions built through the real
 speech stages, a real Label Studio server and the stored sample annotations, like tests/test_corpus_build.py.
 
-The tests run in order on one shared project, as a researcher's successive `rescue build` runs do: a
+The first build runs once per test run (`built_corpus`); each other test starts from its own copy of the
+project it left (`corpus_copy`), as a researcher's next `rescue build` does, so each test also runs alone: a
 damaged gold file is rebuilt; a new dispute on a row that already has an adjudication task reaches the
 adjudicators; rows cut again re-anchor the live annotations by time overlap, and rows cut back give the
 same gold again without a manual pull. Row ids come from ASR output, so no test names one.
@@ -10,9 +11,7 @@ same gold again without a manual pull. Row ids come from ASR output, so no test 
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,32 +24,25 @@ from pipeline.annotate.projects import annotator_title
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.catalog import load_catalog
 from pipeline.cli import main
+from pipeline.corpus.stored import MIN_IOU, iou, span_of
 from pipeline.project import Project
 from pipeline.records import Annotation
-from pipeline.schema import load_schema
-from pipeline.corpus.stored import MIN_IOU, iou, span_of
 from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
+from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
 from pipeline.transcripts import read_rows
 from tests.conftest import tree_digest
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
+from tests.corpus_fixtures import BuiltCorpus, build, instance_lines
 from tests.labelstudio_fixtures import LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
-from tests.test_corpus_build import build, copy_project, instance_lines
 
 FAMILY_PROJECT = "RESCUE family - rescue-v1"
 
 
-@pytest.fixture(scope="module")
-def corpus(built_samples: Project, labelstudio_template: Path, tmp_path_factory: pytest.TempPathFactory
-           ) -> Iterator[Project]:
-    os.environ.pop("LABEL_STUDIO_URL", None)
-    os.environ.pop("LABEL_STUDIO_API_KEY", None)
-    project = copy_project(built_samples, tmp_path_factory.mktemp("integrity"), labelstudio_template)
-    try:
-        yield project
-    finally:
-        server.stop(server.ServerPaths.of(project))
+@pytest.fixture
+def corpus(corpus_copy: Project) -> Project:
+    """A private copy of the corpus after its first build (tests/corpus_fixtures.py): each test starts from it."""
+    return corpus_copy
 
 
 def build_tolerating_freeze(project: Project) -> str:
@@ -85,8 +77,8 @@ def gold_sessions(project: Project) -> dict[str, BenchmarkSession]:
     return {s.sample_id: s for s in read_jsonl(project.build / "gold" / "benchmark.jsonl", BenchmarkSession)}
 
 
-def test_the_first_build_gives_gold_for_both_sessions(corpus: Project) -> None:
-    output = build(corpus)
+def test_the_first_build_gives_gold_for_both_sessions(built_corpus: BuiltCorpus) -> None:
+    output = built_corpus.first_build_output  # the suite's one first build
     assert "gold: ran - 2 session(s)" in output and "freeze: ran - release v1: 2 session(s)" in output
     # the stored adjudications settle the whole queue, and the line says so in one consistent count
     # (it said "0 field(s) in the adjudication queue", then "9 queued field(s) settled")

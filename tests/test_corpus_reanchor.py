@@ -29,7 +29,6 @@ from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
 from pipeline.schema import load_schema
 from pipeline.store import read_jsonl
 from pipeline.transcripts import read_rows, rows_path, write_rows
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer
 from tests.speech_fixtures import COUPLE, FAMILY
 

@@ -1,20 +1,16 @@
 """`rescue status` computes whether every step is up to date without running anything, and says why (issue 21).
 
-Real components: the sample sessions built through the real speech stages (`built_samples`), a real Label
-Studio server that the build starts and stops, the real agreement, gold and freeze code.
+Real components: the sample corpus after its first build (`corpus_copy`: the real speech stages, a real Label
+Studio server that the build starts and stops), the real agreement, gold and freeze code.
 """
 
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
-import pytest
 from click.testing import CliRunner, Result
 
-from pipeline.annotate import server
 from pipeline.cli import main
 from pipeline.step import Inputs, judge
 from pipeline.engine.steps import CORPUS_STEPS
@@ -22,8 +18,6 @@ from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.store import StepRun
 from tests.conftest import tree_digest
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
-from tests.test_corpus_build import copy_project
 
 
 def rescue(project: Project, *args: str) -> Result:
@@ -36,20 +30,9 @@ def corpus_states(project: Project) -> dict[str, tuple[str, str]]:
     return {row["step"]: (row["state"], row["reason"]) for row in json.loads(result.output)["corpus"]}
 
 
-@pytest.fixture
-def built_corpus(built_samples: Project, labelstudio_template: Path, tmp_path: Path) -> Iterator[Project]:
-    os.environ.pop("LABEL_STUDIO_URL", None)
-    os.environ.pop("LABEL_STUDIO_API_KEY", None)
-    project = copy_project(built_samples, tmp_path / "corpus", labelstudio_template)
-    try:
-        yield project
-    finally:
-        server.stop(server.ServerPaths.of(project))  # the build stops its own server; this is for failed tests
-
-
 def test_status_says_which_corpus_steps_a_settings_change_makes_stale_without_running_them(
-        built_corpus: Project) -> None:
-    project = built_corpus
+        corpus_copy: Project) -> None:
+    project = corpus_copy  # the sample corpus after its first build (tests/corpus_fixtures.py), a private copy
     built = rescue(project, "build")
     assert built.exit_code == 0, built.output
     assert {state for state, _ in corpus_states(project).values()} == {"done"}, corpus_states(project)

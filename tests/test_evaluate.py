@@ -13,25 +13,8 @@ from pipeline.errors import RescueError
 from pipeline.tasks.evaluate import evaluate, score_table
 from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, rank_metrics
 from pipeline.tasks.predictions import normalise_should_speak
-from pipeline.tasks.release import freeze_release
-from pipeline.tasks.settings import TaskSettings
 from tests.tasks_rows import SAMPLE_ID
-from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
-
-FAMILY = "family_therapy/006/merged"
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("release") / "v1"
-    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
-    return out
-
-
-def ids(release: Path, task: str) -> dict[tuple[str, int], str]:
-    lines = (release / f"gold/{task}.jsonl").read_text().splitlines()
-    return {(r["sample_id"], r["row_index"]): r["id"] for r in map(json.loads, lines)}
-
+from tests.release_inputs import FAMILY, ids
 
 def write(tmp_path: Path, lines: list) -> Path:  # type: ignore[type-arg]
     path = tmp_path / "predictions.jsonl"

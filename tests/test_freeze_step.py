@@ -3,7 +3,7 @@ the one the build made from the current gold, a damaged release is rebuilt (the 
 empty gold file makes the step wait.
 
 The step runs on a small project holding only what freeze reads (schemas, settings, a gold file and the
-pull step's record); the gold sessions are the hand-made ones of tests/test_release.py. The whole chain
+pull step's record); the gold sessions are the hand-made ones of tests/release_inputs.py. The whole chain
 with real media and a real Label Studio is tests/test_corpus_build.py.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -29,29 +28,15 @@ from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.settings import SettingsOverrides
 from tests.conftest import tree_digest
-from tests.test_release import gold_sessions
-from tests.test_release_trust import write_gold
+from tests.freeze_project import freeze, hand_made_gold_project
+from tests.release_inputs import gold_sessions, write_gold
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def corpus(project: Project) -> Project:
-    shutil.copytree(REPO / "annotation_schemas", project.schemas)
-    # hand-made gold: no transcript rows, so no clips (tests/test_release_media.py packs real ones)
-    (project.root / "pyproject.toml").write_text("[tool.rescue.agreement]\ntext_similarity = false\n"
-                                                 "[tool.rescue.build]\nrelease_media = false\n")
-    write_state(project, StepState(step="pull", status="done", detail={"snapshot": "20261130T100000Z"}))
-    (project.build / "gold").mkdir(parents=True)
-    write_gold(project.build / "gold" / "benchmark.jsonl", gold_sessions())
-    return project
-
-
-def freeze(project: Project, overrides: SettingsOverrides = SettingsOverrides()) -> tuple[Path | None, str]:
-    ctx = CorpusContext.load(project, overrides)
-    release = freeze_step(ctx)
-    (outcome,) = ctx.outcomes
-    return release, f"{outcome.status} - {outcome.message} {' '.join(outcome.notes)}"
+    return hand_made_gold_project(project)
 
 
 def sessions_in(release: Path) -> int:

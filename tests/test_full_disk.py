@@ -23,9 +23,8 @@ from pipeline.cli import main
 from pipeline.engine.corpus_run import _step
 from pipeline.corpus.context import CorpusContext
 from pipeline.errors import RescueError
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
-from tests.test_release_cli import published_benchmark
+from tests.release_inputs import published_benchmark
 
 
 @contextmanager

@@ -10,7 +10,6 @@ folders are written by the tests in the layout `rescue run-model` writes (pipeli
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +20,14 @@ from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.tasks.judge import JudgeOptions
 from pipeline.tasks.judge_settings import JudgeSettings
-from pipeline.tasks.jsonio import dumps
-from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes
-from pipeline.tasks.runs import read_run, release_info, score_run
+from pipeline.tasks.runs import read_run, score_run
 from tests.chat_server import ChatServer, Received, Reply
 from tests.tasks_rows import SAMPLE_ID
-from tests.test_evaluate import FAMILY, ids, release  # noqa: F401 (the module-scoped release fixture)
+from tests.release_inputs import FAMILY, ids
+from tests.run_folders import make_run, media_release
 
 KEY = "sk-judge-test-5d2a9c71e04b4f3a"
 ENV = {"JUDGE_KEY": KEY}
-
-
-def make_run(folder: Path, release_dir: Path, task: str, predictions: list[dict], unanswered: list[dict],
-             *, mode: str = "dialogue", model: str = "model-a", record: dict | None = None) -> Path:
-    """A run folder as `rescue run-model` leaves it (only the run.json fields this part reads)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in predictions))
-    (folder / "unanswered.jsonl").write_text("".join(json.dumps(u) + "\n" for u in unanswered))
-    run = record if record is not None else {"task": task, "mode": mode, "model": model,
-                                             "endpoint_host": "127.0.0.1:1", "prompt_version": "run-v1",
-                                             "release": release_info(release_dir)}
-    (folder / "run.json").write_text(json.dumps(run))
-    return folder
 
 
 def grade_exact(received: Received) -> Reply:
@@ -67,7 +52,7 @@ def judge(server: ChatServer, cache: Path | None, environ: dict[str, str] = ENV,
     return JudgeOptions(settings, cache, environ)
 
 
-def test_a_run_folder_is_scored_with_unanswered_ids_as_missing(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_run_folder_is_scored_with_unanswered_ids_as_missing(release: Path, tmp_path: Path) -> None:
     i = ids(release, "stp")
     run = make_run(tmp_path / "runs" / "r1", release, "stp", [
         {"id": i[(SAMPLE_ID, 3)], "target_top3": ["Alan", "Evelyn", "Couple"]},      # rank 1
@@ -88,34 +73,17 @@ def test_a_run_folder_is_scored_with_unanswered_ids_as_missing(release: Path, tm
     written = json.loads((run / "scores.json").read_text())
     assert written == scores and written["run_id"] == "r1" and written["model"] == "model-a"
     assert (written["task"], written["mode"], written["release"]["version"]) == ("stp", "dialogue", "v1")
-    # Re-scoring replaces scores.json (derived) and touches nothing else.
+    # Re-scoring replaces scores.json and sample_scores.jsonl (derived) and touches nothing else.
     (run / "scores.json").write_text("stale")
     score_run(read_run(run), release, text_similarity=False)
     assert json.loads((run / "scores.json").read_text()) == scores
-    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name != "scores.json"} == before
-    assert sorted(p.name for p in run.iterdir()) == ["predictions.jsonl", "run.json", "scores.json", "unanswered.jsonl"]
+    derived = ("scores.json", "sample_scores.jsonl")
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.name not in derived} == before
+    assert sorted(p.name for p in run.iterdir()) == ["predictions.jsonl", "run.json", "sample_scores.jsonl",
+                                                     "scores.json", "unanswered.jsonl"]
 
 
-def media_release(release_dir: Path, out: Path) -> Path:
-    """A copy of the release whose couple SSP instances carry context clips and family ones none (the
-    media branch builds real ones; here only the keys `in_mode` reads), with the manifest rehashed."""
-    shutil.copytree(release_dir, out)
-    path = out / "tasks/ssp.jsonl"
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    for record in records:
-        if record["scenario"] == "couple":
-            record["video_attachments"] = [f"media/{record['row_index']}.mp4"]
-    data = "".join(dumps(r) + "\n" for r in records).encode()
-    path.write_bytes(data)
-    manifest = json.loads((out / MANIFEST).read_text())
-    manifest.pop(MANIFEST_HASH)
-    manifest["files"] = [file_entry(e["path"], data) if e["path"] == "tasks/ssp.jsonl" else e
-                         for e in manifest["files"]]
-    (out / MANIFEST).write_bytes(manifest_bytes(manifest))
-    return out
-
-
-def test_a_video_mode_run_is_scored_over_the_instances_in_that_mode(release: Path,  # noqa: F811
+def test_a_video_mode_run_is_scored_over_the_instances_in_that_mode(release: Path,
                                                                     tmp_path: Path) -> None:
     media = media_release(release, tmp_path / "v1")
     i = ids(media, "ssp")
@@ -131,7 +99,7 @@ def test_a_video_mode_run_is_scored_over_the_instances_in_that_mode(release: Pat
     assert scores["problems"]["missing_ids"] == [i[(SAMPLE_ID, 12)]]  # the family ones are not "missing"
 
 
-def test_a_run_on_another_release_or_without_run_json_is_refused(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_run_on_another_release_or_without_run_json_is_refused(release: Path, tmp_path: Path) -> None:
     media = media_release(release, tmp_path / "v1")
     run = make_run(tmp_path / "runs" / "r", media, "ssp", [], [])
     with pytest.raises(RescueError, match=r"was made on release v1 \(manifest_sha256 .*\), but .* is release v1 "
@@ -146,7 +114,7 @@ def test_a_run_on_another_release_or_without_run_json_is_refused(release: Path, 
     assert result.exit_code == 1 and "run.json is missing" in result.output
 
 
-def test_a_run_whose_every_instance_went_unanswered_scores_zero(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_run_whose_every_instance_went_unanswered_scores_zero(release: Path, tmp_path: Path) -> None:
     everything = [{"id": x, "reason": "budget reached"} for x in ids(release, "itp").values()]
     run = make_run(tmp_path / "r", release, "itp", [], everything, record={"task": "itp"})  # a minimal run.json
     scores = score_run(read_run(run), release, text_similarity=False)
@@ -154,7 +122,7 @@ def test_a_run_whose_every_instance_went_unanswered_scores_zero(release: Path, t
     assert (scores["model"], scores["mode"]) == ("unknown", "unknown") and "not checked" in scores["release_check"]
 
 
-def test_the_judge_grades_er_and_s_er_follows_the_formula(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_the_judge_grades_er_and_s_er_follows_the_formula(release: Path, tmp_path: Path) -> None:
     i = ids(release, "er")
     run = make_run(tmp_path / "r", release, "er", [
         {"id": i[(SAMPLE_ID, 6)], "predicted_internal_emotion": "feels mischaracterized",
@@ -178,7 +146,7 @@ def test_the_judge_grades_er_and_s_er_follows_the_formula(release: Path, tmp_pat
     assert again["scores"] == scores["scores"] and again["judge"]["from_cache"] == 1
 
 
-def test_unreadable_judge_answers_are_reported_never_guessed(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_unreadable_judge_answers_are_reported_never_guessed(release: Path, tmp_path: Path) -> None:
     v = ids(release, "vp")
     predictions = [{"id": v[(SAMPLE_ID, 2)], "predicted_viewpoints": [{"target": "Evelyn",
                                                                         "viewpoint": "she is never happy"}]}]
@@ -213,7 +181,7 @@ def test_unreadable_judge_answers_are_reported_never_guessed(release: Path, tmp_
     assert er["scores"]["overall"]["emotion_score"] == 5.0 and er["scores"]["overall"]["er_score"] == 5.0
 
 
-def test_judge_endpoint_down_or_key_missing_is_a_clear_error(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_judge_endpoint_down_or_key_missing_is_a_clear_error(release: Path, tmp_path: Path) -> None:
     i = ids(release, "er")
     run = make_run(tmp_path / "r", release, "er", [{"id": i[(SAMPLE_ID, 6)], "predicted_internal_emotion": "x",
                                                     "predicted_intensity_score": 1}], [])
@@ -228,7 +196,7 @@ def test_judge_endpoint_down_or_key_missing_is_a_clear_error(release: Path, tmp_
     assert not (run / "scores.json").exists()
 
 
-def test_the_cli_scores_a_run_and_says_which_text_scorer_it_used(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_the_cli_scores_a_run_and_says_which_text_scorer_it_used(release: Path, tmp_path: Path) -> None:
     i = ids(release, "er")
     run = make_run(tmp_path / "r", release, "er", [{"id": i[(SAMPLE_ID, 6)], "predicted_internal_emotion":
                                                     "feels mischaracterized", "predicted_intensity_score": 7}],

@@ -28,7 +28,6 @@ from pipeline.engine.runner import Context, run_stage
 from pipeline.schema import load_schema
 from pipeline.engine.session_steps import INGEST
 from pipeline.transcripts import rows_path, write_rows
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, truth_rows
 from tests.media import make_video
 

@@ -17,7 +17,6 @@ from pipeline.annotate import labelstudio, server
 from pipeline.annotate.accounts import passwords_file
 from pipeline.cli import main
 from pipeline.project import Project
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import REPO, make_project
 
 

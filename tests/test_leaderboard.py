@@ -16,8 +16,7 @@ from click.testing import CliRunner
 from pipeline.cli import main
 from pipeline.tasks.leaderboard import read_leaderboard, to_csv, to_markdown
 from pipeline.tasks.runs import read_run, release_info, score_run
-from tests.test_evaluate import ids, release  # noqa: F401 (the module-scoped release fixture)
-from tests.test_judge import make_run, media_release
+from tests.run_folders import make_run, media_release
 
 
 def short(release_dir: Path) -> str:
@@ -44,7 +43,7 @@ def scored_runs(release_dir: Path, root: Path) -> Path:
     return runs
 
 
-def test_markdown_and_csv_tables_with_the_right_numbers(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_markdown_and_csv_tables_with_the_right_numbers(release: Path, tmp_path: Path) -> None:
     runs = scored_runs(release, tmp_path)
     board = read_leaderboard(runs)
     [table] = board.tables
@@ -71,7 +70,7 @@ def test_markdown_and_csv_tables_with_the_right_numbers(release: Path, tmp_path:
     assert any("runs scored against 2 releases" in w for w in board.warnings)
 
 
-def test_a_damaged_scores_file_is_named_not_a_crash(release: Path, tmp_path: Path) -> None:  # noqa: F811
+def test_a_damaged_scores_file_is_named_not_a_crash(release: Path, tmp_path: Path) -> None:
     runs = scored_runs(release, tmp_path)
     result = CliRunner().invoke(main, ["--root", str(tmp_path), "leaderboard", "--format", "markdown"])
     assert result.exit_code == 0, result.output

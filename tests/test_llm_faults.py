@@ -24,9 +24,8 @@ from pipeline.llm.client import MAX_BYTES_PER_TOKEN
 from pipeline.project import Project
 from pipeline.runmodel.run import run_model
 from tests.chat_server import ChatServer, Received, Reply
-from tests.test_release import SCHEMA
-from tests.test_run_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, settings
-from tests.test_run_model import release  # noqa: F401 (the module-scoped release fixture)
+from tests.release_inputs import SCHEMA
+from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, settings
 
 PAGE = b"<!doctype html><html><head><title>Sign in</title></head><body>Please log in</body></html>"
 

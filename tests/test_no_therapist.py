@@ -67,6 +67,7 @@ def test_add_session_no_therapist_writes_the_column_and_keeps_other_sessions(pro
     assert "--no-therapist" in help_text
 
 
+@pytest.mark.slow  # the real speech models, run by the test itself
 def test_no_therapist_session_is_diarized_and_named_as_two_speakers(tmp_path: Path, recording: Path) -> None:
     project = _project(tmp_path, recording, "without")
     _add(project, "--no-therapist")
@@ -80,6 +81,7 @@ def test_no_therapist_session_is_diarized_and_named_as_two_speakers(tmp_path: Pa
     assert rows and {row["speaker"] for row in rows} == set(SPEAKERS)  # nobody is named Therapist
 
 
+@pytest.mark.slow  # the real speech models, run by the test itself
 def test_diarization_warns_when_the_catalog_implies_a_therapist_nobody_hears(tmp_path: Path, recording: Path
                                                                              ) -> None:
     project = _project(tmp_path, recording, "with")

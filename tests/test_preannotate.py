@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pipeline.benchmark_format import BenchmarkRow, BenchmarkSession
+from pipeline.benchmark_format import BenchmarkSession
 from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.preannotate.backends import make_backend
@@ -34,6 +34,7 @@ from pipeline.schema import load_schema
 from pipeline.settings import Settings, load_settings
 from pipeline.store import sha256_file
 from pipeline.transcripts import read_rows, rows_path, write_rows
+from tests.sample_gold import sample_session, write_gold
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(REPO / "annotation_schemas" / "rescue-v1.yaml")
@@ -41,20 +42,6 @@ TRAIN_SHARE = 0.6
 # Fields whose drafts come from the nearest gold rows and that, on these 20 held-out rows, score clearly above the
 # most frequent training answer (margins of 0.15-0.35 in similarity here, far above CPU-to-CPU embedding noise).
 JUDGED = ("body_posture.description", "interaction_behavior.description", "relation_cycle_reason")
-
-
-def sample_session(name: str, start: int, stop: int) -> BenchmarkSession:
-    ref = reference_labels(name, SCHEMA)
-    turns = list(ref.turns)[start:stop]
-    rows = [BenchmarkRow(start_time=(start + n) * 5.0, end_time=(start + n) * 5.0 + 4.0, row_index=n, **values)
-            for n, values in enumerate(turns, start=1)]
-    return BenchmarkSession(sample_id=ref.session_id, scenario=ref.scenario,
-                            participants=list(ref.script.participants), rows=rows)
-
-
-def write_gold(path: Path, sessions: list[BenchmarkSession]) -> Path:
-    path.write_text("".join(s.model_dump_json() + "\n" for s in sessions), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ from pipeline.records import TranscriptRow
 from pipeline.schema import load_schema
 from pipeline.store import write_text_atomic
 from tests.annotate_values import COUPLE_ENTITIES, client_values
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import REPO, SETTINGS, LiveServer, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"

@@ -22,7 +22,6 @@ from pipeline.records import TranscriptRow
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.store import write_text_atomic
 from tests.annotate_values import COUPLE_ENTITIES, client_values
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, add_catalog_copy, write_truth_rows
 
 MAYA = "sample/maya_and_daniel"
@@ -206,7 +205,7 @@ def test_the_gold_models_drafts_of_the_sample_gold_are_pushed_with_each_fields_s
     from pipeline.preannotate.session import DraftSession
     from pipeline.preannotate.settings import GateSettings, PreannotateSettings
     from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
-    from tests.test_preannotate import sample_session, write_gold
+    from tests.sample_gold import sample_session, write_gold
 
     project = ls_server.project
     write_gold(project.root / "sample_gold.jsonl", [sample_session(name, 0, len(reference_labels(name, schema).turns))

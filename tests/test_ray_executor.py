@@ -104,6 +104,26 @@ def test_sample_build_through_ray_gives_the_local_outputs(ray_cluster: RayCluste
     assert debris(project.build) == []
 
 
+def test_a_ray_worker_decodes_on_the_cpus_it_reserved(ray_cluster: RayCluster) -> None:
+    """`threads = 0`: Whisper's CTranslate2 threads are the worker's num_cpus (Ray's OMP_NUM_THREADS), not every
+    core of the node (issue 22: 2 threads per worker with 2 workers on 2 cores)."""
+    import ray
+
+    from pipeline.executors.ray_executor import RayExecutor
+    from pipeline.speech.whisperx_adapter import cpu_threads
+
+    executor = RayExecutor(ray_cluster.address)
+    try:
+        def seen(setting: int) -> tuple[str | None, int]:
+            return os.environ.get("OMP_NUM_THREADS"), cpu_threads(setting)
+
+        task = ray.remote(seen).options(num_cpus=1)
+        assert ray.get(task.remote(0)) == ("1", 1)
+        assert ray.get(task.remote(2)) == ("1", 2)  # a set value wins
+    finally:
+        executor.close()
+
+
 def test_killed_worker_during_transcribe_is_retried_without_debris_or_duplicates(
         ray_cluster: RayCluster, token_file: Path, copy_built: Callable[[], Project], built_samples: Project) -> None:
     from pipeline.executors.ray_executor import RayExecutor
@@ -147,6 +167,7 @@ def test_killed_worker_during_transcribe_is_retried_without_debris_or_duplicates
     assert len(manifest) == 2
 
 
+@pytest.mark.slow  # a Ray cluster the test starts itself
 def test_build_folder_that_a_node_cannot_see_is_a_clear_error(tmp_path: Path, token_file: Path,
                                                                sample_project: Project) -> None:
     """A second node joins in its own mount namespace where an empty tmpfs covers the project's build/: on that

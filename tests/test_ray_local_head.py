@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.ray_cluster import (
     LOCAL_HEAD_ENV,
     REPO,
@@ -27,6 +29,7 @@ def _loopback(address: str) -> bool:
     return (mapped or ip).is_loopback
 
 
+@pytest.mark.slow  # a Ray cluster the test starts itself
 def test_the_documented_local_head_listens_on_loopback_only(tmp_path: Path) -> None:
     assert documented_local_head() in (REPO / "docs" / "ray.md").read_text(encoding="utf-8")
     token = tmp_path / "auth_token"

@@ -13,36 +13,14 @@ import pytest
 import yaml
 
 from pipeline.errors import RescueError
-from pipeline.schema import load_schema
 from pipeline.tasks.build import build_tasks
-from pipeline.tasks.release import ModelVersion, ReleaseProvenance, freeze_release
+from pipeline.tasks.release import freeze_release
 from pipeline.tasks.settings import TaskSettings
 from pipeline.tasks.stats import table3, table3_csv, table3_markdown, transitions
 from pipeline.tasks.verify import verify_release
 from tests.conftest import tree_digest
-from tests.tasks_rows import row, session, strategy
-
-SCHEMA = load_schema(Path(__file__).resolve().parents[1] / "annotation_schemas" / "rescue-v1.yaml")
-PROVENANCE = ReleaseProvenance(code_version="0.1.0+test", annotation_snapshots=("snap-2026-11-30-a",),
-                               models=(ModelVersion(role="asr", name="whisper-base", version="1.0.0"),),
-                               gold_source="build/gold/benchmark.jsonl")
-
-
-def family_session():  # type: ignore[no-untyped-def]
-    T = "Therapist"
-    rows = [
-        row(1, "Maria", ["Nick"]), row(2, "Nick", ["Maria"]),
-        row(3, T, ["Maria", "Joel"], support_strategy=strategy(["Maria", "Joel"], "boundary"),
-            relation_cycle_state="cross_generational_coalition"),
-        row(4, "Joel", [T], relation_cycle_state=""),
-        row(5, T, ["Joel"], support_strategy=strategy(["Joel"], "repair"), relation_cycle_state="repair_softening"),
-    ]
-    return session(rows, "family_therapy/006/merged", "family", ["Maria", "Nick", "Joel"])
-
-
-def gold_sessions():  # type: ignore[no-untyped-def]
-    return [session(), family_session()]
-
+from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions
+from tests.tasks_rows import row, session
 
 @pytest.fixture(scope="module")
 def frozen(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -297,7 +275,8 @@ def test_freezing_in_separate_processes_with_other_hash_seeds_gives_the_same_byt
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    script = ("import sys; from pathlib import Path; from tests.test_release import *; "
+    script = ("import sys; from pathlib import Path; from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions; "
+              "from pipeline.tasks.release import freeze_release; from pipeline.tasks.settings import TaskSettings; "
               "freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, Path(sys.argv[1]), schema=SCHEMA)")
     for seed in ("1", "4242"):
         out = tmp_path / seed / "v1"

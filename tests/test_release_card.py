@@ -24,8 +24,14 @@ from pipeline.tasks.release import freeze_release
 from pipeline.tasks.release_card import CardSettings
 from pipeline.tasks.settings import TaskSettings
 from tests.conftest import tree_digest
-from tests.test_freeze_step import corpus, freeze  # noqa: F401  (the freeze step's small project)
-from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
+from tests.freeze_project import freeze, hand_made_gold_project
+from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions
+
+
+@pytest.fixture
+def corpus(project: Project) -> Project:
+    """The freeze step's small project (tests/freeze_project.py)."""
+    return hand_made_gold_project(project)
 
 CITATION = "@article{rescue2026, title = {RESCUE-BENCH}, author = {Doe, Jane}, year = {2026}}"
 

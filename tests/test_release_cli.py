@@ -15,18 +15,11 @@ from tests.conftest import tree_digest
 from tests.published_files import published as published_records
 from tests.published_files import write
 from tests.tasks_rows import SAMPLE_ID
-from tests.test_release import gold_sessions
+from tests.release_inputs import gold_sessions, published_benchmark
 
 
 def run(root: Path, *args: str):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(main, ["--root", str(root), *args])
-
-
-def published_benchmark(root: Path) -> Path:
-    """The gold sessions written as the published benchmark_191.jsonl is: one session per line."""
-    path = root / "benchmark_191.jsonl"
-    path.write_text("".join(json.dumps(s.model_dump(mode="json", exclude_unset=True)) + "\n" for s in gold_sessions()))
-    return path
 
 
 def test_freeze_verify_evaluate_from_a_published_benchmark_file(tmp_path: Path) -> None:

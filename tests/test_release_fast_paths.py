@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,44 @@ def test_figures_are_drawn_here_when_no_child_can_start(monkeypatch: pytest.Monk
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     with figures.rendering(JOBS) as rendered:
         assert rendered() == here
+
+
+def test_data_files_written_beside_the_main_thread_are_those_written_in_turn(tmp_path: Path) -> None:
+    """The release writer writes a JSONL file and its Parquet twin in a background thread: the same files, hashes
+    and JSON-text columns as writing them one after the other here."""
+    from pipeline.tasks.jsonio import dumps
+    from pipeline.tasks.release import ReleaseWriter
+
+    files = {"a.jsonl": [{"id": "a1", "intensity": 3, "words": ["x"]}, {"id": "a2", "intensity": "high", "words": []}],
+             "b/c.jsonl": [{"id": f"c{n}", "score": n / 3} for n in range(50)]}
+    threaded, in_turn = ReleaseWriter(tmp_path / "threaded"), ReleaseWriter(tmp_path / "in_turn")
+    for path, records in files.items():
+        threaded.jsonl_and_parquet(path, (dumps(r) + "\n" for r in records), records)
+        text = "".join(dumps(r) + "\n" for r in records).encode()
+        in_turn.bytes(path, text)
+        in_turn.parquet(path.removesuffix(".jsonl") + ".parquet", records, text)
+    threaded.close()
+    in_turn.close()
+    assert threaded.manifest_files() == in_turn.manifest_files()
+    assert len(threaded.manifest_files()) == 4
+    assert threaded.json_columns == in_turn.json_columns == {"a.parquet": ["intensity"]}
+    assert threaded.columns == in_turn.columns
+
+
+def test_a_failure_in_the_writer_thread_fails_the_freeze_and_stops_the_thread(tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from pipeline.errors import RescueError
+    from pipeline.tasks import release
+
+    def refuse(records, where, jsonl=None):  # type: ignore[no-untyped-def]
+        raise RescueError(f"{where}: record 1 reads back from Parquet changed", "report this record")
+
+    monkeypatch.setattr(release, "parquet_bytes", refuse)
+    writer = release.ReleaseWriter(tmp_path)
+    writer.jsonl_and_parquet("a.jsonl", ['{"id": "a1"}\n'], [{"id": "a1"}])
+    with pytest.raises(RescueError, match="a.parquet: record 1 reads back"):
+        writer.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("release-writer")]
+    assert (tmp_path / "a.jsonl").read_bytes() == b'{"id": "a1"}\n'  # the JSONL file itself was written

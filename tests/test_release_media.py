@@ -33,8 +33,8 @@ from pipeline.tasks import modes
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, load_task_settings, schema_path
 from pipeline.transcripts import read_rows
 from tests.conftest import tree_digest
-from tests.test_release import gold_sessions as hand_made_sessions
-from tests.test_release_trust import write_gold
+from tests.release_inputs import gold_sessions as hand_made_sessions
+from tests.release_inputs import write_gold
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = "I keep telling you the same thing again and again"

@@ -11,9 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from pipeline.cli import main
 from pipeline.errors import RescueError
 from pipeline.tasks.build import build_tasks
 from pipeline.tasks.gold_input import read_gold_file
@@ -23,7 +21,7 @@ from pipeline.tasks.shrink import ReleaseWouldShrink
 from pipeline.tasks.verify import verify_release
 from tests.conftest import tree_digest
 from tests.tasks_rows import SAMPLE_ID, row, session, strategy
-from tests.test_release import PROVENANCE, SCHEMA, family_session, gold_sessions
+from tests.release_inputs import PROVENANCE, SCHEMA, family_session, gold_sessions, run, write_gold
 
 PATTERN_ONLY = "family_therapy/004/merged"
 
@@ -43,15 +41,6 @@ def pattern_only_session():  # type: ignore[no-untyped-def]
         row(6, T, ["Ana"], support_strategy=strategy(["Ana"], "repair"), relation_pattern="repair_softening"),
     ]
     return session(rows, PATTERN_ONLY, "family", ["Ana", "Tom", "Lia"])
-
-
-def write_gold(path: Path, sessions) -> Path:  # type: ignore[no-untyped-def]
-    path.write_text("".join(json.dumps(s.model_dump(mode="json", exclude_unset=True)) + "\n" for s in sessions))
-    return path
-
-
-def run(root: Path, *args: str):  # type: ignore[no-untyped-def]
-    return CliRunner().invoke(main, ["--root", str(root), *args])
 
 
 # -- --force never deletes a release ------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from pipeline.tasks.build import build_tasks
 from pipeline.tasks.coverage import coverage_warnings
 from pipeline.tasks.settings import TaskSettings
 from tests.tasks_rows import SAMPLE_ID, row, session
-from tests.test_release import SCHEMA
-from tests.test_release_trust import run, write_gold
+from tests.release_inputs import SCHEMA
+from tests.release_inputs import run, write_gold
 
 MIXED = "family_therapy/003/merged"
 T = "Therapist"

@@ -5,7 +5,7 @@ model: a real HTTP server on 127.0.0.1 that speaks the chat-completions contract
 JSON mode). It answers from the release's gold for some ids, wrongly for others, leaves ids out, repeats one,
 sends invalid JSON, HTTP 429 with Retry-After, HTTP 500 and no answer within the timeout. The client, the SDK,
 HTTP, the cache and `rescue evaluate` are all real; the release is frozen from the small hand-made gold
-sessions of tests/test_release.py (no speech models needed).
+sessions of tests/release_inputs.py (no speech models needed).
 """
 
 from __future__ import annotations
@@ -32,69 +32,15 @@ from pipeline.runmodel.prompts import PROMPT_VERSION, system_prompt
 from pipeline.runmodel.run import run_model
 from pipeline.runmodel.settings import RunModelSettings
 from pipeline.tasks.evaluate import evaluate
-from pipeline.tasks.manifest import MANIFEST, file_entry
+from pipeline.tasks.manifest import MANIFEST
 from pipeline.tasks.modes import VIDEO_MODE
-from pipeline.tasks.release import freeze_release
 from pipeline.tasks.runs import read_run, score_run
-from pipeline.tasks.settings import TaskSettings
 from tests.chat_server import ChatServer, Received, Reply
-from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
+from tests.release_inputs import SCHEMA
+from tests.run_model_releases import clip_of, flip, with_media
+from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, records, settings
 
-KEY_ENV = "RESCUE_TEST_RUN_MODEL_KEY"
-KEY = "sk-test-run-model-7c1e9a2f44b04d0fa3b5e6d8c9f01234"  # made up: the server checks it, the tests look for it
-ENV = {KEY_ENV: KEY}
 ID_KEY = {"itp": "candidate_id", "ssp": "turn_id", "er": "checkpoint_id"}
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("release") / "v1"
-    freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, out, schema=SCHEMA)
-    return out
-
-
-def records(release: Path, task: str, folder: str = "tasks") -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (release / f"{folder}/{task}.jsonl").read_text().splitlines()]
-
-
-def gold(release: Path, task: str) -> dict[str, dict[str, Any]]:
-    return {r["id"]: r["gold"] for r in records(release, task, "gold")}
-
-
-def asked(body: dict[str, Any]) -> dict[str, Any]:
-    """The batch document of a request (the JSON after the user text's first line)."""
-    content = body["messages"][-1]["content"]
-    text = content if isinstance(content, str) else next(i["text"] for i in content if i["type"] == "text")
-    return json.loads(text.split("\n\n", 1)[1])
-
-
-def settings(server: ChatServer, **extra: Any) -> RunModelSettings:
-    values: dict[str, Any] = dict(base_url=server.base_url, model="stand-in-model", api_key_env=KEY_ENV,
-                                  timeout_s=1.0, max_retries=2, backoff_s=0.01, concurrency=4)
-    return RunModelSettings(**(values | extra))
-
-
-def answer(sample_id: str, predictions: list[dict[str, Any]]) -> Reply:
-    return Reply(content=json.dumps({"sample_id": sample_id, "predictions": predictions}))
-
-
-def lines(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-def flip(value: str) -> str:
-    return "no" if value == "yes" else "yes"
-
-
-def itp_truthful(truth: dict[str, dict[str, Any]]) -> Callable[[Received], Reply]:
-    """A stand-in model that answers every ITP target of a request with its gold."""
-
-    def respond(received: Received) -> Reply:
-        document = asked(received.body)
-        return answer(document["sample_id"], [{"candidate_id": t["candidate_id"], "should_speak": truth[
-            t["candidate_id"]]["should_speak"]} for t in document["targets"]])
-
-    return respond
 
 
 def itp_responder(truth: dict[str, dict[str, Any]], first_id: str) -> Callable[[Received], Reply]:
@@ -178,7 +124,9 @@ def test_itp_run_faults_scores_cache_and_record(release: Path, tmp_path: Path) -
     assert counts["unanswered_by_reason"] == {"invalid_answer": 1, "invalid_json": 2, "missing_id": 1,
                                               "repeated_id": 1}
     assert counts["unknown_ids_in_answers"] == 1
-    assert result.record["tokens"] > 0 and again.record["tokens"] == 0  # cached answers cost nothing
+    # cached answers cost nothing: the re-run adds zero to what the run spent, and the record keeps that (issue 22)
+    assert result.record["tokens"] > 0 and again.record["tokens"] == result.record["tokens"]
+    assert [entry["tokens"] for entry in again.record["spent"]] == [result.record["tokens"], 0]
     assert again.record["answer_tokens"] == result.record["answer_tokens"] > 0
     assert again.record["counts"]["cached"] == 4 and again.record["counts"]["sent"] == 0
     assert lines(again.folder / RUN_PREDICTIONS) == lines(folder / RUN_PREDICTIONS)  # no duplicates either
@@ -253,6 +201,10 @@ def test_a_budget_stop_is_recorded_and_a_rerun_completes_from_the_cache(release:
         assert json.loads((done.folder / RUN_SCORES).read_text()) == scores  # same answers: the scores stand
     assert lines(done.folder / RUN_UNANSWERED) == []
     assert done.record["counts"]["cached"] == 1 and done.record["counts"]["answered"] == 10
+    # what each invocation spent adds up: the completing run adds its tokens, the cached one adds zero
+    assert done.stats.tokens > 0 and done.record["tokens"] == stopped.record["tokens"] + done.stats.tokens
+    assert again.record["tokens"] == done.record["tokens"] and again.record["spent"][-1]["tokens"] == 0
+    assert len(again.record["spent"]) == 3
     assert sorted(p["id"] for p in lines(done.folder / RUN_PREDICTIONS)) == sorted(truth)
 
 
@@ -295,46 +247,6 @@ def test_answers_are_normalised_never_guessed() -> None:
 
 
 # --- the video mode: records with the media keys the release documents (pipeline/tasks/modes.py) ---
-
-def clip_of(sample_id: str, row: int) -> str:
-    return f"media/{sample_id}/row{row:03d}.mp4"
-
-
-def with_media(release: Path, out: Path, tasks: tuple[str, ...] = ("er", "ssp"), no_clips: str = "family") -> Path:
-    """A copy of the release whose ER/SSP records carry clips as modes.py documents them (the media branch
-    writes these; here they are added by hand, with small files standing in for the clips' bytes, which
-    nothing here decodes) and whose manifest lists the changed task files. Rows of the `no_clips` scenario
-    get none (as the paper's family samples), so their SSP instances have no context clip."""
-    shutil.copytree(release, out)
-    manifest = json.loads((out / MANIFEST).read_text())
-    for task in tasks:
-        changed = []
-        for record in records(out, task):
-            attachments = []
-            for row in record["prior_context"]:
-                if record["scenario"] == no_clips:
-                    continue
-                row["clip_path"] = clip_of(record["sample_id"], row["row_index"])
-                row["clip_duration_sec"] = 4.5
-                attachments.append(row["clip_path"])
-                row["video_attachment_index"] = len(attachments)
-            if task in ("er", "vp") and record["scenario"] != no_clips:
-                record["clip_path"] = clip_of(record["sample_id"], record["row_index"])
-                attachments.append(record["clip_path"])
-                record["video_attachment_index"] = len(attachments)
-            if attachments:
-                record["video_attachments"] = attachments
-            changed.append(record)
-            for clip in attachments:
-                (out / clip).parent.mkdir(parents=True, exist_ok=True)
-                (out / clip).write_bytes(f"clip {clip}".encode())
-        data = "".join(json.dumps(r) + "\n" for r in changed).encode()
-        (out / f"tasks/{task}.jsonl").write_bytes(data)
-        manifest["files"] = [file_entry(e["path"], data) if e["path"] == f"tasks/{task}.jsonl" else e
-                             for e in manifest["files"]]
-    (out / MANIFEST).write_text(json.dumps(manifest))
-    return out
-
 
 def videos(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [item["video_url"] for item in body["messages"][-1]["content"] if item["type"] == "video_url"]

@@ -26,34 +26,16 @@ from pipeline.runmodel.batches import Batch, batch_request
 from pipeline.runmodel.prompts import system_prompt
 from pipeline.runmodel.run import run_model
 from pipeline.runmodel.settings import RunModelSettings
-from pipeline.tasks.manifest import MANIFEST, file_entry
 from pipeline.tasks.runs import read_run, score_run
 from tests.chat_server import ChatServer, Received, Reply
-from tests.test_judge import make_run
-from tests.test_run_model import (
-    ENV,
-    KEY,
-    KEY_ENV,
-    SCHEMA,
-    answer,
-    asked,
-    gold,
-    itp_truthful,
-    lines,
-    records,
-    release,  # noqa: F401 (the module-scoped release fixture)
-    settings,
-)
+from tests.release_inputs import SCHEMA
+from tests.run_folders import make_run
+from tests.run_model_releases import answer_rows, leaking_pair, self_leaking_release
+from tests.stand_in_model import ENV, KEY, KEY_ENV, answer, asked, gold, itp_truthful, lines, records, settings
 
 ID = {"itp": "candidate_id", "stp": "turn_id", "er": "checkpoint_id", "vp": "checkpoint_id", "rpp": "turn_id",
       "ssp": "turn_id"}
 REVEALS = {"itp": "primary_speaker", "stp": "target"}  # the field of the answer row that gives it away
-
-
-def answer_rows(folder: Path, task: str) -> dict[str, int]:
-    """Each instance's answer row, from the gold file: ITP the row after the decision row, STP its own row."""
-    return {g["id"]: g["meta"]["next_row_index"] if task == "itp" else g["row_index"]
-            for g in records(folder, task, "gold")}
 
 
 def visible(task: str, targets: list[dict[str, Any]], rows: dict[str, int]) -> set[tuple[str, str]]:
@@ -177,13 +159,6 @@ def test_paper_batching_reproduces_the_leaking_groups_and_is_marked(release: Pat
     assert f"{paper_run.name} used --batching paper" in " ".join(board.output.split())
 
 
-def leaking_pair(folder: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(owner, seer, the row): two ITP records of one sample where the seer's context shows the owner's answer row."""
-    rows, itp = answer_rows(folder, "itp"), records(folder, "itp")
-    return next((owner, seer, row) for owner in itp for seer in itp if seer["sample_id"] == owner["sample_id"]
-                for row in seer["prior_context"] if row["row_index"] == rows[owner["id"]])
-
-
 def test_the_audit_finds_a_hand_made_leaking_request_and_never_sends_it(release: Path) -> None:  # noqa: F811
     owner, seer, _ = leaking_pair(release)
     rows, model = answer_rows(release, "itp"), RunModelSettings(model="m")
@@ -205,21 +180,6 @@ def test_the_audit_finds_a_hand_made_leaking_request_and_never_sends_it(release:
 
     gated, counts = gate("itp", "dialogue", [by_hand], build, lambda r: r.payload("m", None), "paper")
     assert len(gated.requests) == 1 and counts.instances_whose_answer_was_sent == [owner["id"]]
-
-
-def self_leaking_release(folder: Path, out: Path) -> str:
-    """A copy of the release where one ITP record's own context holds its answer row; returns its id."""
-    owner, _, row = leaking_pair(folder)
-    shutil.copytree(folder, out)
-    changed = [r | {"prior_context": [*r["prior_context"], row]} if r["id"] == owner["id"] else r
-               for r in records(out, "itp")]
-    data = "".join(json.dumps(r) + "\n" for r in changed).encode()
-    (out / "tasks/itp.jsonl").write_bytes(data)
-    manifest = json.loads((out / MANIFEST).read_text())
-    manifest["files"] = [file_entry(e["path"], data) if e["path"] == "tasks/itp.jsonl" else e
-                         for e in manifest["files"]]
-    (out / MANIFEST).write_text(json.dumps(manifest))
-    return owner["id"]
 
 
 @pytest.mark.parametrize("batching", ["leak-free", "paper"])

@@ -71,6 +71,7 @@ def test_alignment_model_times_the_words(built_samples: Project, tiny_wav2vec2: 
     assert redos.DEFAULT_TIMEOUT == 1e-9, "the limit is restored for everything else"
 
 
+@pytest.mark.slow  # the real speech models, run by the test itself
 def test_unloadable_alignment_model_falls_back_and_says_so(tmp_path: Path) -> None:
     loaded = loaded_asr(resolve_asr(AsrSettings(align_model=str(tmp_path / "no-such-model"))))
     assert loaded.word_timing == "faster-whisper" and loaded.align is None

@@ -152,8 +152,11 @@ def test_speech_commands_have_help() -> None:
         assert result.exit_code == 0 and "Usage" in result.output
 
 
-def test_transcribe_flags_override_settings_for_that_run_only(copy_built) -> None:
+def test_transcribe_flags_are_kept_in_the_settings_so_the_next_build_agrees(copy_built) -> None:
+    """A step-affecting flag is written into pyproject.toml (docs/build.md "Flags that change what a step
+    makes"), so the session it made is done, not stale: the next build keeps what the flag asked for."""
     import os
+    import tomllib
 
     from pipeline.engine.runner import Context, session_status
     from pipeline.engine.session_steps import STAGES
@@ -162,12 +165,14 @@ def test_transcribe_flags_override_settings_for_that_run_only(copy_built) -> Non
     result = CliRunner().invoke(main, ["--root", str(project.root), "transcribe", COUPLE, "--batch-size", "4"])
     assert result.exit_code == 0, result.output
     assert "transcribe: 1 ran" in result.output
+    assert "kept in pyproject.toml: [tool.rescue.speech.asr] batch_size = 4" in result.output
     assert transcribe.read_transcription(project, COUPLE).batch_size == 4
     assert "RESCUE_ASR_BATCH_SIZE" not in os.environ
+    settings = tomllib.loads((project.root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert settings["tool"]["rescue"]["speech"]["asr"]["batch_size"] == 4
     context = Context.load(project)
     entry = context.select([COUPLE])[0]
-    # the settings file still says 8: the next build brings the session back in line with it
-    assert session_status(context, STAGES["transcribe"], entry).state == "stale"
+    assert session_status(context, STAGES["transcribe"], entry).state == "done"
 
 
 def test_score_transcript_reads_stm_references(built_samples: Project, tmp_path) -> None:

@@ -3,6 +3,8 @@ the real stages run on a sample session (real WhisperX, pyannote and ffmpeg)."""
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.project import Project
 from pipeline.engine.runner import Context, run_stage
 from pipeline.engine.session_steps import STAGES
@@ -10,6 +12,7 @@ from pipeline.transcripts import read_rows
 from tests.speech_fixtures import COUPLE
 
 
+@pytest.mark.slow  # the real speech models, run by the test itself
 def test_stages_report_progress_inside_the_session(sample_project: Project) -> None:
     context = Context.load(sample_project)
     entries = context.select([COUPLE])

@@ -148,7 +148,7 @@ def test_refresh_carries_names_to_relabelled_voices_and_marks_the_rest_unknown(u
     assert data["labels"]["SPEAKER_09"] == names[old_labels[0]]  # the same voice, cut in two
     assert data["labels"]["SPEAKER_08"] == "" and "SPEAKER_08" not in result.carried
     written = path.read_text(encoding="utf-8")
-    assert re.search(r'(?m)^SPEAKER_08 = "" # UNKNOWN: fill in', written)
+    assert re.search(r'(?m)^SPEAKER_08 = "" # no name proposed', written)
     assert f"carried from {old_labels[0]}" in written
     assert path.with_suffix(".toml.bak").exists()
     rest = sum(t.end - t.start for t in new_turns if t.label == rename[old_labels[0]])
@@ -178,3 +178,40 @@ def test_after_filling_the_file_the_build_finishes(unnamed: Project) -> None:
     report = run_stages(unnamed, ("rows",), (COUPLE,))["rows"]
     assert not report.failed, report.failed
     assert read_rows(unnamed, COUPLE)
+
+
+def test_the_rows_stop_is_one_short_line_printed_once_with_each_labels_evidence_below(unnamed: Project) -> None:
+    """Issue 22: the stop was one very long line (every label's evidence inline), printed again by `waiting:`."""
+    result = CliRunner().invoke(main, ["--root", str(unnamed.root), "rows", COUPLE])
+    assert result.exit_code == 1
+    output = result.output
+    assert output.count("no confident name") == 1, output
+    (first,) = [text for text in output.splitlines() if "no confident name" in text]
+    assert "s of speech" not in first and f"build/snippets/{COUPLE}/" in first and "rescue speakers" in first
+    for label in {t.label for t in diarize.read_turns(unnamed, COUPLE)}:
+        assert re.search(rf"(?m)^    {label}: \d+\.\d s of speech", output), (label, output)
+    assert f"waiting: {COUPLE} waits at rows (failed: the error above)" in output
+
+
+def test_a_filled_in_speaker_file_keeps_saying_what_was_proposed_and_speakers_shows_the_names(
+        unnamed: Project) -> None:
+    """Issue 22: the comments said "UNKNOWN: fill in" after the names were filled in, and `rescue speakers`
+    still printed them as unknown."""
+    runner = CliRunner()
+    assert runner.invoke(main, ["--root", str(unnamed.root), "speakers", COUPLE]).exit_code == 0
+    path = mapping.mapping_path(unnamed, COUPLE)
+    text = path.read_text(encoding="utf-8")
+    labels = sorted({t.label for t in diarize.read_turns(unnamed, COUPLE)})
+    assert "fill in" not in text and "UNKNOWN" not in text
+    names = {label: ("Maya", "Daniel", "Therapist")[i % 3] for i, label in enumerate(labels)}
+    for label, name in names.items():  # what a person does: write the name, leave the comment as it is
+        assert re.search(rf'(?m)^{label} = "" # no name proposed -- ', text), label
+        text = text.replace(f'{label} = "" #', f'{label} = "{name}" #')
+    path.write_text(text, encoding="utf-8")
+    again = runner.invoke(main, ["--root", str(unnamed.root), "speakers", COUPLE])
+    assert again.exit_code == 0, again.output
+    for label, name in names.items():
+        assert f"ok {label} -> {name}: yours, kept from the file" in again.output, again.output
+    assert "?? " not in again.output and "(unknown)" not in again.output
+    assert tomllib.loads(path.read_text(encoding="utf-8"))["labels"] == names
+    assert "fill in" not in path.read_text(encoding="utf-8")

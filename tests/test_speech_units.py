@@ -137,6 +137,7 @@ def test_settings_file_and_environment_overrides(tmp_path: Path) -> None:
     assert settings.diarization.speaker_count == "exact"
 
 
+@pytest.mark.slow  # the real speech models, run by the test itself
 def test_windows_are_cut_at_quiet_points_and_read_in_bounded_memory(tmp_path: Path) -> None:
     """A 2-hour WAV (230 MB on disk): planning windows and checking loudness stream it in small blocks."""
     path = tmp_path / "long.wav"

@@ -21,8 +21,8 @@ from pipeline.project import Project
 from pipeline.tasks.release import freeze_release
 from pipeline.tasks.settings import TaskSettings
 from tests.media import make_video
-from tests.test_release import PROVENANCE, SCHEMA, gold_sessions
-from tests.test_release_cli import published_benchmark
+from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions
+from tests.release_inputs import published_benchmark
 
 
 def rescue(root: Path, *args: str) -> tuple[int, str]:

@@ -20,6 +20,7 @@ from pipeline.annotate import server
 from pipeline.cli import main
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
+from tests.lock_holder import start_holder
 
 REPO = Path(__file__).resolve().parents[1]
 RESCUE = [sys.executable, "-m", "pipeline"]
@@ -29,21 +30,6 @@ WRITERS = [
     ["push"], ["pull"], ["agree"], ["adjudicate"], ["gold"], ["freeze"],
     ["labelstudio", "up"], ["labelstudio", "down"], ["annotators", "add", "new@example.org"],
 ]
-
-
-def start_holder(project: Project) -> subprocess.Popen[str]:
-    """Another process that holds build/.lock (as a running `rescue build` does) until it is killed."""
-    script = ("import sys, time\n"
-              "from pathlib import Path\n"
-              "from pipeline.project import Project\n"
-              "from pipeline.engine.runner import build_lock\n"
-              "sys.argv = ['rescue', 'build']\n"
-              f"with build_lock(Project(Path({str(project.root)!r}))):\n"
-              "    print('held', flush=True)\n"
-              "    time.sleep(600)\n")
-    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-    return holder
 
 
 @pytest.fixture
@@ -121,7 +107,7 @@ def kill_mid_pull(project: Project) -> Path:
 
 def kill_mid_freeze(project: Project) -> Path:
     """A real `rescue freeze` killed with SIGKILL while it renders the release into its temp folder."""
-    from tests.test_release import gold_sessions
+    from tests.release_inputs import gold_sessions
 
     gold = project.root / "gold.jsonl"
     sessions = gold_sessions()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,8 +26,7 @@ from pipeline.annotate.server_owner import ServerOwner, owner_path, stop_strays,
 from pipeline.cli import main
 from pipeline.processes import process_alive
 from pipeline.project import Project
-from tests.labelstudio_fixtures import *  # noqa: F403 - pytest fixtures
-from tests.labelstudio_fixtures import REPO
+from tests.corpus_fixtures import copy_project
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +34,8 @@ def corpus(built_samples: Project, labelstudio_template: Path, tmp_path_factory:
            ) -> Iterator[Project]:
     os.environ.pop("LABEL_STUDIO_URL", None)
     os.environ.pop("LABEL_STUDIO_API_KEY", None)
-    root = tmp_path_factory.mktemp("orphan")
-    shutil.copytree(built_samples.root, root, symlinks=True, dirs_exist_ok=True)
-    shutil.copytree(REPO / "annotation_schemas", root / "annotation_schemas")
-    project = Project(root.resolve())
-    paths = server.ServerPaths.of(project)
-    paths.data.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(labelstudio_template / server.DB_NAME, paths.database)  # a start in seconds, not a minute
-    server.write_secret(paths.admin, server.read_secret(labelstudio_template / "admin.json"))
+    project = copy_project(built_samples, tmp_path_factory.mktemp("orphan"), labelstudio_template)
+    paths = server.ServerPaths.of(project)  # seeded from the template: a start in seconds, not a minute
     try:
         yield project
     finally:

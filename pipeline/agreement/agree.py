@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.agreement.acceptance import report_acceptance
 from pipeline.agreement.breakdowns import Progress, compute_report
 from pipeline.agreement.columnar import prepare_verified
@@ -27,8 +28,6 @@ from pipeline.project import Project
 from pipeline.schema import AnnotationSchema
 from pipeline.store import atomic_dir, sha256_file
 
-REPORT_FILES = ("report.html", "agreement.csv", "disagreements.csv", "agreement.md", "report.json")
-
 
 @dataclass(frozen=True)
 class AgreeOutput:
@@ -43,7 +42,7 @@ class AgreeOutput:
 def coded_snapshot(project: Project, schema: AnnotationSchema, settings: AgreementSettings, path: Path,
                    use_text: bool, skip_other_versions: bool) -> Prepared:
     """The snapshot coded as ratings, from the cache when this file content was coded before."""
-    folder = project.build / "cache" / "agreement"
+    folder = layout.cache_dir(project, "agreement")
     digest = sha256_file(path)
     # before the cache: a damaged snapshot is never used, not even via a cache
     verified = check_snapshot(path, digest)
@@ -105,6 +104,6 @@ def _run_agree(project: Project, settings: AgreementSettings, *, snapshot: str |
     report = report.model_copy(update={"annotations_file": project.rel_or_abs(path), "disagreements": disagreements,
                                        "acceptance": acceptance,
                                        "notes": report.notes + tuple(snapshot_notes(path))})
-    folder = project.build / "agreement"
+    folder = layout.agreement_dir(project)
     write_report(report, folder)
     return AgreeOutput(report=report, folder=folder)

@@ -7,10 +7,11 @@ are left out: free text nearly always differs word for word; its agreement is th
 Each measure lists at most `limit` units (in session and row order) and counts the rest, so the report stays
 readable at full size.
 
-Links: annotations live in one Label Studio project per annotator, so a row has one task per annotator.
-The link opens the task of the first annotator (sorted) whose project the pull summary names, and says
-whose it is. The adjudication projects' ids are not stored locally, so they are not linked. The server URL
-is the pull summary's `source` (stored without credentials); a snapshot read from export files has none.
+Links: annotations live in one Label Studio project per annotator, so a row has one task per annotator: the
+report links each annotator's task (project ids from the pull summary, task ids from the records) and the row's
+adjudication task where the queue was pushed (build/adjudication/tasks.json). The address is the configured one
+(pipeline.annotate.addresses.link_base: `public_url`, the external server, or the embedded server's gateway on
+its kept port), never the port the server happened to have at pull time, and never with credentials.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.agreement.adjudication_tasks import read_adjudication_tasks
 from pipeline.agreement.inputs import SUMMARY_FILE
 from pipeline.agreement.prepared import Prepared
 from pipeline.agreement.ratings import Ratings
-from pipeline.agreement.results import Disagreement, GivenAnswer, MeasureDisagreements
+from pipeline.agreement.results import Disagreement, GivenAnswer, MeasureDisagreements, TaskLink
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.transcripts import read_rows, rows_path
@@ -35,23 +37,51 @@ def shown_value(value: object) -> str:
     return str(value)
 
 
-def task_projects(snapshot_file: Path) -> tuple[str, dict[tuple[str, str], int]]:
-    """The server URL and (scenario, annotator) -> project id from the pull summary beside the snapshot;
-    ("", {}) when there is none or it names no server."""
+def task_projects(snapshot_file: Path) -> dict[tuple[str, str], int]:
+    """(scenario, annotator) -> project id from the pull summary beside the snapshot; {} when there is none."""
     path = snapshot_file.parent / SUMMARY_FILE
     if not path.is_file():
-        return "", {}
+        return {}
     try:
         summary = json.loads(path.read_text(encoding="utf-8"))
-        source = str(summary.get("source") or "")
-        projects = {(str(p["scenario"]), str(p["annotator"])): int(p["project_id"])
-                    for p in summary.get("projects", ()) if p.get("annotator") and p.get("project_id") is not None}
+        return {(str(p["scenario"]), str(p["annotator"])): int(p["project_id"])
+                for p in summary.get("projects", ()) if p.get("annotator") and p.get("project_id") is not None}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise RescueError(f"{path} is not a readable pull summary ({exc})",
                           "run `rescue pull` for a fresh snapshot; never edit snapshot files by hand") from exc
-    if not source.startswith(("http://", "https://")):
-        return "", {}
-    return source.rstrip("/"), projects
+
+
+def task_url(base: str, project_id: int, task_id: int) -> str:
+    return f"{base}/projects/{project_id}/data?task={task_id}"
+
+
+class _Links:
+    """Every known task of a row: each annotator's (in answer order), then the adjudication task."""
+
+    def __init__(self, project: Project, prepared: Prepared) -> None:
+        from pipeline.annotate.addresses import link_base
+        from pipeline.settings import load_settings
+
+        self.base = link_base(project, load_settings(project.root).annotate)
+        self.projects = task_projects(prepared.path) if self.base else {}
+        self.adjudication = read_adjudication_tasks(project) if self.base else None
+        self.task_ids = prepared.task_ids
+
+    def of(self, scenario: str, row_id: str, annotators: list[str]) -> tuple[TaskLink, ...]:
+        if not self.base:
+            return ()
+        links = []
+        for annotator in annotators:
+            project_id, task_id = self.projects.get((scenario, annotator)), self.task_ids.get((row_id, annotator))
+            if project_id is not None and task_id:
+                links.append(TaskLink(kind="annotator", annotator=annotator, label=f"{annotator}'s task {task_id}",
+                                      url=task_url(self.base, project_id, task_id)))
+        assert self.adjudication is not None
+        project_id, task_id = self.adjudication.projects.get(scenario), self.adjudication.tasks.get(row_id)
+        if project_id is not None and task_id:
+            links.append(TaskLink(kind="adjudication", url=task_url(self.base, project_id, task_id),
+                                  label=f"adjudication task {task_id}"))
+        return tuple(links)
 
 
 def _differing_units(r: Ratings) -> tuple[np.ndarray, int]:
@@ -82,7 +112,7 @@ class _Texts:
 
 
 def find_disagreements(project: Project, prepared: Prepared, limit: int) -> tuple[MeasureDisagreements, ...]:
-    server, projects = task_projects(prepared.path)
+    links = _Links(project, prepared)
     texts = _Texts(project)
     rows = prepared.rows
     out = []
@@ -102,16 +132,9 @@ def find_disagreements(project: Project, prepared: Prepared, limit: int) -> tupl
             row = int(r.unit_row[unit])
             row_id, session = rows.row_ids[row], rows.sessions[int(rows.row_session[row])]
             scenario = rows.session_scenario[int(rows.row_session[row])]
-            link = label = ""
-            for annotator, _ in given:
-                project_id, task_id = projects.get((scenario, annotator)), prepared.task_ids.get((row_id, annotator))
-                if server and project_id is not None and task_id:
-                    link = f"{server}/projects/{project_id}/data?task={task_id}"
-                    label = f"task {task_id} in {annotator}'s project"
-                    break
             shown.append(Disagreement(session_id=session, row_id=row_id, row_index=int(rows.row_index[row]),
                                       item=r.unit_key[unit], text=texts.get(session, row_id),
                                       answers=tuple(GivenAnswer(annotator=a, answer=v) for a, v in given),
-                                      link=link, link_label=label))
+                                      links=links.of(scenario, row_id, list(dict.fromkeys(a for a, _ in given)))))
         out.append(MeasureDisagreements(measure=measure_id, units=pairable, total=len(units), shown=tuple(shown)))
     return tuple(out)

@@ -173,7 +173,7 @@ def queue_items(settled: Settled, transcripts: dict[str, list[TranscriptRow]]) -
 
 
 def write_queue(project: Project, items: Sequence[QueueItem]) -> Path:
-    folder = project.build / "adjudication"
+    folder = layout.adjudication_dir(project)
     path = folder / "queue.jsonl"
     write_text_atomic(path, "".join(item.model_dump_json() + "\n" for item in items))
     counts = Counter(item.field for item in items)

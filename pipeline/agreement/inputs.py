@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from pydantic import JsonValue, ValidationError
 
+from pipeline import layout
 from pipeline.errors import RescueError, describe_validation
 from pipeline.project import Project
 from pipeline.records import Annotation
@@ -87,7 +88,7 @@ def paused_gc() -> Iterator[None]:
 
 def snapshot_files(project: Project) -> list[Path]:
     """Every annotations.jsonl under build/annotations/, oldest snapshot first."""
-    base = project.build / "annotations"
+    base = layout.annotations_dir(project)
     if not base.is_dir():
         return []
     files = [p for p in base.rglob(ANNOTATIONS_FILE) if not any(part.startswith(".") for part in p.parts)]
@@ -98,7 +99,7 @@ def latest_annotations(project: Project, snapshot: str | None = None) -> Path:
     """The annotations file of the newest snapshot (or of the snapshot folder named `snapshot`)."""
     files = snapshot_files(project)
     if not files:
-        raise RescueError(f"no annotation snapshot under {project.rel_or_abs(project.build / 'annotations')}/",
+        raise RescueError(f"no annotation snapshot under {project.rel_or_abs(layout.annotations_dir(project))}/",
                           _FIX_PULL)
     if snapshot is None:
         return files[-1]
@@ -248,7 +249,7 @@ def _load_snapshot(path: Path, schema_version: str, known: set[str], skip_other_
 def adjudication_answers(project: Project) -> Path | None:
     """The newest answers pulled from the Label Studio adjudication projects
     (build/adjudication/answers/<UTC time>/annotations.jsonl), if any."""
-    files = sorted((project.build / "adjudication" / "answers").glob(f"*/{ANNOTATIONS_FILE}"))
+    files = sorted(layout.adjudication_answers_dir(project).glob(f"*/{ANNOTATIONS_FILE}"))
     return files[-1] if files else None
 
 

@@ -75,7 +75,3 @@ def build_plan(schema: AnnotationSchema) -> tuple[Measure, ...]:
             if sub.agreement != "none" and sub.name != field.key:
                 measures.append(_sub_measure(field, sub))
     return tuple(measures)
-
-
-def annotated_fields(schema: AnnotationSchema) -> tuple[SchemaField, ...]:
-    return tuple(field for field in schema.fields if field.annotated)

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pipeline import layout
+from pipeline.agreement.adjudication_tasks import record_adjudication_tasks
 from pipeline.agreement.gold import QueueItem, run_adjudicate
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.errors import RescueError
@@ -98,7 +100,8 @@ def push_queue(project: Project, settings: AgreementSettings, items: Sequence[Qu
             queued = [item for item in by_row[row.row_id] if item.field not in asked.get(row.row_id, set())]
             if not queued:
                 continue
-            entities = schema.entities(scenario, session.entry.participants)  # type: ignore[arg-type]
+            entities = schema.entities(scenario, session.entry.participants,  # type: ignore[arg-type]
+                                       therapist=session.entry.therapist)
             task = build_task(schema, session, index, context_rows=annotate.context_rows, media_url=annotate.media_url)
             fields = sorted({item.field for item in queued})
             task["data"]["adjudication_fields"] = fields
@@ -118,6 +121,8 @@ def push_queue(project: Project, settings: AgreementSettings, items: Sequence[Qu
             tasks.append(task)
         for start in range(0, len(tasks), annotate.batch_size):
             client.import_tasks(info.id, tasks[start:start + annotate.batch_size])
+        record_adjudication_tasks(project, scenario, info.id, ((task_id, str(meta.get("row_id") or ""))
+                                                               for task_id, meta in client.task_metas(info.id).items()))
         again = sum(task["meta"]["row_id"] in asked for task in tasks)
         lines.append(f"{scenario}: {len(tasks)} row(s) imported, {len(wanted) - len(tasks)} already there"
                      + (f" ({again} asked again for fields queued since)" if again else "")
@@ -146,8 +151,10 @@ def pull_adjudications(project: Project, settings: AgreementSettings, connection
             continue
         found = True
         data = client.export_json(info.id)
-        disputed = {int(task["id"]): set(task["data"].get("adjudication_fields") or ())
-                    for task in json.loads(data)}
+        exported = json.loads(data)
+        disputed = {int(task["id"]): set(task["data"].get("adjudication_fields") or ()) for task in exported}
+        record_adjudication_tasks(project, scenario, info.id,
+                                  ((int(task["id"]), str(task["data"].get("row_id") or "")) for task in exported))
         parsed = parse_export(project, data, users, scenario=scenario, schemas=known_schemas(project, schema),
                               snapshot=f"adjudication-{name}", where=f"adjudication project {info.id}",
                               trusted=(admin,))
@@ -157,7 +164,7 @@ def pull_adjudications(project: Project, settings: AgreementSettings, connection
                 kept.append(line)
     if not found:
         raise RescueError("Label Studio has no adjudication project yet", "run `rescue adjudicate --push` first")
-    path = project.build / "adjudication" / "answers" / name / "annotations.jsonl"
+    path = layout.adjudication_answers_dir(project) / name / "annotations.jsonl"
     if path.exists():
         raise RescueError(f"{path} exists already", "wait a second and pull again")
     write_text_atomic(path, "".join(line + "\n" for line in kept))

@@ -90,8 +90,8 @@ def _disagreements(groups: tuple[MeasureDisagreements, ...]) -> str:
         rows = []
         for d in group.shown:
             answers = "".join(f"<li>{html.escape(a.annotator)}: {html.escape(a.answer)}</li>" for a in d.answers)
-            link = (f'<a href="{html.escape(d.link)}">{html.escape(d.link_label)}</a>' if d.link
-                    else "(no server link)")
+            link = ("<br>".join(f'<a href="{html.escape(t.url)}">{html.escape(t.label)}</a>' for t in d.links)
+                    if d.links else "(no server link)")
             rows.append(f"<tr><td>{html.escape(d.session_id)}</td><td>{d.row_index}</td><td>{html.escape(d.item)}</td>"
                         f"<td>{html.escape(d.text)}</td><td><ul>{answers}</ul></td><td>{link}</td></tr>")
         table = ('<div class="scroll"><table class="disagreements"><thead><tr><th>session</th><th>row</th>'

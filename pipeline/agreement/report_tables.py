@@ -248,9 +248,10 @@ def acceptance_markdown(report: AgreementReport) -> list[str]:
 
 DISAGREEMENTS_INTRO = ("Per field, the rows (items: row and item) where the annotators' answers differ after "
                        "normalisation (an empty answer counts as none, as in alpha); text fields are left out "
-                       "(see their similarity). The link opens one annotator's task, named in the link.")
+                       "(see their similarity). The links open each annotator's task and the row's adjudication task "
+                       "(where the queue was pushed), at the configured Label Studio address.")
 DISAGREEMENT_COLUMNS = ("measure", "session", "row_id", "row_index", "item", "text", "annotator", "answer",
-                        "task_link", "task")
+                        "task_link", "task", "adjudication_link")
 
 
 def disagreement_count(group: MeasureDisagreements) -> str:
@@ -261,7 +262,7 @@ def disagreement_count(group: MeasureDisagreements) -> str:
 
 def disagreement_cells(d: Disagreement) -> list[str]:
     answers = "; ".join(f"{a.annotator}: {a.answer}" for a in d.answers)
-    link = f"{d.link_label}: {d.link}" if d.link else "(no server link)"
+    link = "; ".join(f"{t.label}: {t.url}" for t in d.links) if d.links else "(no server link)"
     return [d.session_id, str(d.row_index), d.item, d.text, answers, link]
 
 
@@ -272,7 +273,11 @@ def disagreements_csv(report: AgreementReport) -> str:
     writer.writerow(DISAGREEMENT_COLUMNS)
     for group in report.disagreements:
         for d in group.shown:
+            adjudication = d.adjudication_link
             for a in d.answers:
+                own = d.link_of(a.annotator)
                 writer.writerow([*map(csv_text, (group.measure, d.session_id, d.row_id)), d.row_index,
-                                 *map(csv_text, (d.item, d.text, a.annotator, a.answer, d.link, d.link_label))])
+                                 *map(csv_text, (d.item, d.text, a.annotator, a.answer, own.url if own else "",
+                                                 own.label if own else "",
+                                                 adjudication.url if adjudication else ""))])
     return out.getvalue()

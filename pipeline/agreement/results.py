@@ -6,9 +6,9 @@ and says why in `reason` (never a made-up number).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pipeline.records import Record
 
@@ -78,6 +78,15 @@ class GivenAnswer(Record):
     answer: str
 
 
+class TaskLink(Record):
+    """A Label Studio task of a disputed row: one per annotator whose task is known, and the adjudication task."""
+
+    kind: Literal["annotator", "adjudication"]
+    annotator: str = ""  # whose task ("" for the adjudication task)
+    url: str
+    label: str
+
+
 class Disagreement(Record):
     session_id: str
     row_id: str
@@ -85,8 +94,25 @@ class Disagreement(Record):
     item: str = ""  # the item key for item sub-fields ("" for row-level measures)
     text: str = ""  # the row's transcript text ("" when build/transcripts/ does not hold the session)
     answers: tuple[GivenAnswer, ...]
-    link: str = ""
-    link_label: str = ""
+    links: tuple[TaskLink, ...] = ()  # each annotator's task (sorted by annotator), then the adjudication task
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_link_of_older_reports(cls, data: Any) -> Any:
+        """Reports written before `links` had one annotator's task as `link` + `link_label`: read it as a link."""
+        if isinstance(data, dict) and ("link" in data or "link_label" in data):
+            data = dict(data)
+            url, label = str(data.pop("link", "") or ""), str(data.pop("link_label", "") or "")
+            if url and "links" not in data:
+                data["links"] = ({"kind": "annotator", "url": url, "label": label},)
+        return data
+
+    def link_of(self, annotator: str) -> TaskLink | None:
+        return next((link for link in self.links if link.kind == "annotator" and link.annotator == annotator), None)
+
+    @property
+    def adjudication_link(self) -> TaskLink | None:
+        return next((link for link in self.links if link.kind == "adjudication"), None)
 
 
 class MeasureDisagreements(Record):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.agreement.inputs import Snapshot, latest_annotations, load_snapshot
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.project import Project
@@ -19,7 +20,7 @@ def read_snapshot(project: Project, schema: AnnotationSchema, *, snapshot: str |
                   skip_other_versions: bool = False) -> Snapshot:
     path = latest_annotations(project, snapshot)
     return load_snapshot(path, schema_version=schema.id, known_fields=[f.name for f in schema.fields],
-                         skip_other_versions=skip_other_versions, cache_dir=project.build / "cache" / "agreement")
+                         skip_other_versions=skip_other_versions, cache_dir=layout.cache_dir(project, "agreement"))
 
 
 def embedding_cache(project: Project) -> Path:
@@ -27,4 +28,4 @@ def embedding_cache(project: Project) -> Path:
 
     info = model_info()
     safe = f"{info['package']}-{info['version']}".replace("/", "_")
-    return project.build / "cache" / "agreement" / f"embeddings-{safe}.npz"
+    return layout.cache_dir(project, "agreement") / f"embeddings-{safe}.npz"

@@ -28,9 +28,14 @@ ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT = "entities", "rows", "heading", 
 # list under `context` instead and have no preceding rows under this config (docs/annotation.md).
 CONTEXT_HTML = "context_html"
 # The list-item interaction, spelled out in order right above the kinds (shown in the form).
-ITEMS_INSTRUCTION = ("To add an item: 1. click its kind below (hover a kind for what it means); "
-                     "2. highlight the person's name in the People line; 3. click the new item in the "
-                     "Regions list (right) and fill in its details. Delete an item there too.")
+ITEMS_INSTRUCTION = ("To add an item: 1. press its kind's key (the number on the kind below) or click the kind "
+                     "(hover a kind for what it means); 2. double-click the person's name in the People line; "
+                     "3. click the new item in the Regions list (right): its first text box takes your typing at "
+                     "once; fill in its other details, then click the item again to close it. Delete an item "
+                     "there too.")
+SIDE_BY_SIDE = "display: flex; gap: 16px; align-items: flex-start"
+TWO_COLUMNS = "display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); column-gap: 24px; align-items: start"
+ITEM_HOTKEYS = "123456789"  # the list kinds' keys, in schema order (Label Studio gives other controls the rest)
 EMPTY_CHOICE = "(none)"  # the choice that stands for "" where a label field allows empty
 RESERVED = {VIDEO, CONTEXT, CONTEXT_HTML, ROW, PEOPLE, ITEM_CONTROL, ENTITY_OPTIONS, ROW_OPTIONS, HEADING, ROW_TEXT,
             "row_id", "session_id", "scenario", "schema", "row_index"}
@@ -160,9 +165,10 @@ class _Builder:
         ET.SubElement(view, "Header", {"size": "6", "value": "People (highlight one name per item):"})
         ET.SubElement(view, "Text", {"name": PEOPLE, "value": f"${PEOPLE}", "granularity": "word"})
         labels = ET.SubElement(view, "Labels", {"name": ITEM_CONTROL, "toName": PEOPLE, "choice": "single"})
-        for field in fields:
+        for number, field in enumerate(fields, start=1):
             role = "" if field.applies_to == "all" else f" ({field.applies_to} rows)"
-            ET.SubElement(labels, "Label", {"value": field.name, "hint": f"{field.description}{role}"})
+            ET.SubElement(labels, "Label", {"value": field.name, "hint": f"{field.description}{role}",
+                                            **({"hotkey": str(number)} if number <= len(ITEM_HOTKEYS) else {})})
         for field in fields:
             details = ET.SubElement(view, "View", {"visibleWhen": "region-selected", "whenLabelValue": field.name,
                                                    "idAttr": f"field-{field.name}"})
@@ -176,17 +182,22 @@ class _Builder:
     def build(self) -> str:
         root = ET.Element("View")
         ET.SubElement(root, "Header", {"value": f"${HEADING}"})
-        ET.SubElement(root, "Video", {"name": VIDEO, "value": f"${VIDEO}", "height": "240"})
-        ET.SubElement(root, "Header", {"value": "Preceding rows", "size": "6"})
+        # Compact: the clip beside the words, the fields in two columns (the form was ~3,000 px tall in one column).
+        top = ET.SubElement(root, "View", {"idAttr": "row-view", "style": SIDE_BY_SIDE})
+        ET.SubElement(ET.SubElement(top, "View", {"style": "flex: 0 0 400px"}), "Video",
+                      {"name": VIDEO, "value": f"${VIDEO}", "height": "225"})
+        words = ET.SubElement(top, "View", {"style": "flex: 1 1 0; min-width: 0"})
+        ET.SubElement(words, "Header", {"value": "Preceding rows", "size": "6"})
         # Plain read-only lines with each row's real time (a Paragraphs tag showed 00:00:00 and region buttons).
-        ET.SubElement(root, "HyperText", {"name": CONTEXT, "value": f"${CONTEXT_HTML}", "inline": "true",
-                                          "selectionEnabled": "false", "saveTextResult": "no"})
-        ET.SubElement(root, "Header", {"value": "This row", "size": "6"})
-        ET.SubElement(root, "Text", {"name": ROW, "value": f"${ROW_TEXT}"})
+        ET.SubElement(words, "HyperText", {"name": CONTEXT, "value": f"${CONTEXT_HTML}", "inline": "true",
+                                           "selectionEnabled": "false", "saveTextResult": "no"})
+        ET.SubElement(words, "Header", {"value": "This row", "size": "6"})
+        ET.SubElement(words, "Text", {"name": ROW, "value": f"${ROW_TEXT}"})
         items = [f for f in self.schema.fields if f.annotated and f.type == "items"]
+        grid = ET.SubElement(root, "View", {"idAttr": "fields", "style": TWO_COLUMNS})
         for field in self.schema.fields:
             if field.annotated and field.type != "items":
-                self.scalar(root, field)
+                self.scalar(grid, field)
         if items:
             self.items(root, items)
         ET.indent(root, space="  ")

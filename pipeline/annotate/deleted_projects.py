@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pipeline import layout
 from pipeline.annotate.carry_forward import previous_snapshot
 from pipeline.annotate.projects import AnnotationProject
 from pipeline.errors import RescueError
@@ -41,7 +42,7 @@ class GoneProject:
 def gone_projects(project: Project, found: Iterable[AnnotationProject], roster: Iterable[str]) -> list[GoneProject]:
     """The roster's projects the newest snapshot holds answers of and the server no longer has (by id): gone, or
     replaced by another project of the same title."""
-    folder = previous_snapshot(project.build / "annotations")
+    folder = previous_snapshot(layout.annotations_dir(project))
     if folder is None:
         return []
     try:

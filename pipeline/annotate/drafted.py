@@ -160,3 +160,21 @@ def task_draft(schema: AnnotationSchema, row: TranscriptRow, facts: TaskFacts, m
     version = str(model_version) if model_version is not None else TRANSCRIPT_VERSION
     return ShownDraft(model_version=version, values={**base, **given}, versions=versions, scores=scores,
                       sources=dict(sources or {}) if model_version is not None else {}), refused
+
+
+def drafts_origin(build_dir: Path, session_ids: list[str] | tuple[str, ...]) -> str:
+    """One line for push: which backend and model version the sessions' drafts come from (read from each drafts
+    file, as push reads them), and which sessions have none and so show the transcript's drafts."""
+    versions: dict[tuple[str, str], list[str]] = {}
+    for session_id in sorted(session_ids):
+        path = drafts_path(build_dir, session_id)
+        try:
+            drafts = SessionDrafts.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+        except (OSError, ValueError):
+            drafts = None  # push itself names an unreadable drafts file
+        key = (drafts.backend, drafts.model_version) if drafts else ("none", TRANSCRIPT_VERSION)
+        versions.setdefault(key, []).append(session_id)
+    parts = [f"backend {backend}, model version {version}: {len(sessions)} session(s)"
+             if backend != "none" else f"no drafts file (the transcript's drafts): {len(sessions)} session(s)"
+             for (backend, version), sessions in sorted(versions.items())]
+    return "drafts from " + "; ".join(parts) if parts else "no sessions with rows: no drafts"

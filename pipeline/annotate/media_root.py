@@ -23,13 +23,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline import layout
 from pipeline.errors import RescueError
 from pipeline.project import Project
 
 if TYPE_CHECKING:
     from pipeline.annotate.tasks import SessionRows
 
-SERVER_FOLDER = "build/labelstudio"  # the server's own files (secrets, database, logs): never published
 # known whatever the system's MIME table says; other names count when mimetypes calls them video or audio
 MEDIA_SUFFIXES = frozenset({".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".mpg", ".mpeg", ".wav", ".mp3", ".m4a",
                             ".flac", ".ogg", ".opus"})
@@ -65,8 +65,10 @@ def _is_media(name: str) -> bool:
 def checked_source(project: Project, rel: str, *, where: str, may_leave: bool) -> Path:
     """The real file behind the project-relative media path `rel`, after every check of the module docstring."""
     lexical = project.inside(project.root, rel, what=f"{where}: media path", fix=FIX_MEDIA)
-    if lexical.is_relative_to(project.root / SERVER_FOLDER):
-        raise RescueError(f"{where}: media path {rel!r} lies in {SERVER_FOLDER}/, the annotation server's own "
+    server = layout.labelstudio_dir(project)  # the server's own files (secrets, database, logs): never published
+    server_folder = server.relative_to(project.root).as_posix()
+    if lexical.is_relative_to(server):
+        raise RescueError(f"{where}: media path {rel!r} lies in {server_folder}/, the annotation server's own "
                           "folder", FIX_MEDIA)
     real = Path(os.path.realpath(lexical))
     if not real.is_relative_to(project.root) and not may_leave:
@@ -75,8 +77,8 @@ def checked_source(project: Project, rel: str, *, where: str, may_leave: bool) -
                           "at ingest) may link to another disk")
     if not _is_media(lexical.name) or not _is_media(real.name):
         raise RescueError(f"{where}: {rel!r} is not a media file (video or audio by its name)", FIX_MEDIA)
-    if real.is_relative_to(project.root / SERVER_FOLDER) or not real.is_file():
-        raise RescueError(f"{where}: media path {rel!r} is not a file (or leads into {SERVER_FOLDER}/)", FIX_MEDIA)
+    if real.is_relative_to(server) or not real.is_file():
+        raise RescueError(f"{where}: media path {rel!r} is not a file (or leads into {server_folder}/)", FIX_MEDIA)
     return real
 
 

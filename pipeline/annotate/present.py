@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from pipeline import layout
 from pipeline.annotate.labelstudio import Client
 from pipeline.project import Project
 from pipeline.records import Record
@@ -33,7 +34,7 @@ class PresentRows(Record):
 
 def _path(project: Project, server: str, title: str) -> Path:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{server}-{title}")
-    return project.build / "labelstudio" / "present" / f"{name}.json"
+    return layout.labelstudio_dir(project) / "present" / f"{name}.json"
 
 
 class Present:

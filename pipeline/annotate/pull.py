@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from pipeline import layout
 from pipeline.annotate.carry_forward import KEPT_FILE, Carried, KeptAnswer, carry_forward, previous_snapshot
 from pipeline.annotate.config import build_config
 from pipeline.annotate.guards import Guards, guards_of
@@ -108,6 +109,7 @@ class PullSummary(Record):
                                                                      "let go (--accept-deleted)")
     strangers: tuple[Stranger, ...] = Field((), description="accounts of the server not on the roster")
     counted: tuple[str, ...] | None = Field(None, description="whose answers counted (the roster); None: everyone")
+    unchanged: bool = Field(False, description="the parse equals snapshot `snapshot` (`same_as`): none was written")
 
     @property
     def records(self) -> int:
@@ -158,7 +160,8 @@ def _write_readonly(path: Path, data: bytes) -> None:
 def snapshot_from_exports(project: Project,
                           exports: Mapping[ExportKey | Scenario, bytes] | Iterable[tuple[ExportKey | Scenario, bytes]],
                           users: Mapping[int, str], *, schema: AnnotationSchema, source: str,
-                          guards: Guards | None = None, accept_deleted: bool = False) -> PullSummary:
+                          guards: Guards | None = None, accept_deleted: bool = False,
+                          same_as: Path | None = None) -> PullSummary:
     """Store each export verbatim in a new snapshot as it arrives, parse it, then write records and quarantine.
 
     `exports` may be lazy (pull downloads the next export while this parses the previous one); a plain
@@ -166,8 +169,11 @@ def snapshot_from_exports(project: Project,
     error is raised once all are stored. Where one annotator's answer to a row comes from two projects
     (their own and a shared one of older pushes), the latest save counts, as within one project.
     `guards` (who counts, whose changes are the pipeline's own): None counts every account (stored exports).
+    `same_as` (a snapshot folder): when the parse gives exactly its records, quarantine, kept answers and accounts,
+    no snapshot is written and the summary names that one (`unchanged`): new tasks without answers, or a push of
+    other drafts, change the exports but not what the annotators said.
     """
-    base = project.build / "annotations"
+    base = layout.annotations_dir(project)
     previous = previous_snapshot(base)
     trusted: Collection[int] = guards.trusted if guards else ()
     counted = frozenset(guards.counted) if guards else None
@@ -233,6 +239,9 @@ def snapshot_from_exports(project: Project,
                               accepted_deleted=tuple(carried.accepted),
                               strangers=guards.strangers if guards else (),
                               counted=guards.counted if guards else None)
+        if error is None and same_as is not None and _same_content(tmp, name, same_as):
+            return summary.model_copy(update={"snapshot": same_as.name, "folder": project.rel_or_abs(same_as),
+                                              "unchanged": True})  # the staging folder goes in `finally`
         _write_readonly(tmp / SUMMARY_FILE, (summary.model_dump_json(indent=2) + "\n").encode())
         os.rename(tmp, final)  # refuses to replace an existing snapshot folder
     finally:
@@ -240,6 +249,31 @@ def snapshot_from_exports(project: Project,
     if error is not None:
         raise RescueError(f"{error.message} (the export is kept in {summary.folder}/exports/)", error.fix)
     return summary
+
+
+def _same_content(staged: Path, name: str, other: Path) -> bool:
+    """The staged snapshot `name` holds what `other` holds: the same records, quarantine, kept answers and
+    accounts, byte for byte once the snapshot's own name (every record carries it) is set aside; accounts only
+    added since do not count (`_same_accounts`)."""
+    for file in (ANNOTATIONS_FILE, QUARANTINE_FILE, KEPT_FILE):
+        try:
+            old = (other / file).read_bytes().replace(f'"snapshot":"{other.name}"'.encode(),
+                                                      f'"snapshot":"{name}"'.encode())
+        except OSError:
+            return False
+        if old != (staged / file).read_bytes():
+            return False
+    return _same_accounts(other / USERS_FILE, staged / USERS_FILE)
+
+
+def _same_accounts(old_file: Path, new_file: Path) -> bool:
+    """Every account of the old snapshot is on the server under the same email. An account added since (the
+    adjudicator, made after the first pull) changes no record: had it answered, the quarantine would differ."""
+    try:
+        old, new = (json.loads(path.read_text(encoding="utf-8")) for path in (old_file, new_file))
+    except (OSError, ValueError):
+        return False
+    return isinstance(old, dict) and isinstance(new, dict) and all(new.get(k) == v for k, v in old.items())
 
 
 def _carried(previous: Path | None, name: str, parsed: Mapping[ExportKey, ExportParse], schema: AnnotationSchema,
@@ -267,10 +301,12 @@ def _prefetched(client: Client, keys: list[ExportKey]) -> Iterator[tuple[ExportK
 
 def pull_annotations(project: Project, connection: Connection | None = None, *,
                      settings: AnnotateSettings | None = None, schema: AnnotationSchema | None = None,
-                     scenarios: tuple[Scenario, ...] = SCENARIOS, accept_deleted: bool = False) -> PullSummary:
+                     scenarios: tuple[Scenario, ...] = SCENARIOS, accept_deleted: bool = False,
+                     same_as: Path | None = None) -> PullSummary:
     """Export every annotation project of the schema version (every annotator's, and a shared one of older
     pushes if the server has it) and snapshot them together. `accept_deleted`: let go of the answers the server
-    no longer has instead of keeping them from the previous snapshot (recorded in the snapshot)."""
+    no longer has instead of keeping them from the previous snapshot (recorded in the snapshot). `same_as`: no
+    new snapshot when the parse equals that one (`snapshot_from_exports`)."""
     loaded = load_settings(project.root)
     settings = settings or loaded.annotate
     schema = schema or load_schema(schema_path(project, settings))
@@ -290,4 +326,4 @@ def pull_annotations(project: Project, connection: Connection | None = None, *,
     guards = guards_of(project, client, loaded.agreement.annotators, loaded.agreement.adjudicators)
     return snapshot_from_exports(project, _prefetched(client, keys), guards.users, schema=schema,
                                  source=connection.url, guards=guards,
-                                 accept_deleted=accept_deleted or settings.accept_deleted)
+                                 accept_deleted=accept_deleted or settings.accept_deleted, same_as=same_as)

@@ -43,7 +43,7 @@ def plan_drafts(schema: AnnotationSchema, sessions: Sequence[SessionRows],
     refused = 0
     for session in sessions:
         entry = session.entry
-        entities = schema.entities(entry.scenario, entry.participants)
+        entities = schema.entities(entry.scenario, entry.participants, therapist=entry.therapist)
         facts = TaskFacts(entry.scenario, entities, len(session.rows))
         model = drafts.get(session.session_id)
         for row in session.rows:

@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
+from pipeline import layout
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import Record
@@ -47,12 +48,12 @@ class Stranger(Record):
 
 
 def roster_file(project: Project) -> Path:
-    return project.build / "labelstudio" / "roster.json"
+    return layout.labelstudio_dir(project) / "roster.json"
 
 
 def passwords_file(project: Project) -> Path:
     """The annotators' generated passwords (mode 600), written by `accounts.add_annotators`."""
-    return project.build / "labelstudio" / "annotators.json"
+    return layout.labelstudio_dir(project) / "annotators.json"
 
 
 def _now() -> str:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.annotate import gateway_process
+from pipeline import layout
+from pipeline.annotate import addresses, gateway_process
 from pipeline.annotate.labelstudio import Connection, masked_url
 from pipeline.annotate.media_root import check_media_root
 from pipeline.annotate.settings import AnnotateSettings
@@ -96,7 +97,7 @@ class ServerPaths:
 
     @classmethod
     def of(cls, project: Project) -> ServerPaths:
-        return cls(project.build / "labelstudio")
+        return cls(layout.labelstudio_dir(project))
 
 
 @dataclass(frozen=True)
@@ -309,12 +310,15 @@ def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
 def _with_gateway(paths: ServerPaths, settings: AnnotateSettings, state: ServerState,
                   die_with_parent: bool, adjudicators: tuple[str, ...]) -> ServerState:
     """Start the annotators' gateway in front of the running server and record both in the server's state."""
+    port = addresses.gateway_port(paths.base, settings)  # the last start's while free: links keep working
     pid, url = gateway_process.start_gateway(
-        upstream=state.url, server_pid=state.pid, host=settings.gateway_host, port=settings.gateway_port,
+        upstream=state.url, server_pid=state.pid, host=settings.gateway_host, port=port,
         admin_file=paths.admin, log_file=paths.gateway_log, timeout=settings.start_timeout,
         adjudicators=adjudicators, die_with_parent=die_with_parent)
     state = ServerState(pid=state.pid, port=state.port, url=state.url, started_at=state.started_at,
                         gateway_pid=pid, gateway_url=url)
+    if not settings.gateway_port:
+        addresses.remember_gateway_port(paths.base, int(url.rpartition(":")[2]))
     write_text_atomic(paths.state, json.dumps(state.__dict__, indent=2) + "\n")
     return state
 

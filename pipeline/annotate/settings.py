@@ -26,7 +26,11 @@ class AnnotateSettings(BaseModel):
     gateway_host: str = Field(
         "127.0.0.1", min_length=1, description="address the annotators' gateway listens on (its URL is the one to give "
                                                "annotators; 0.0.0.0 for other machines of the network)")
-    gateway_port: int = Field(0, ge=0, le=65535, description="port of the annotators' gateway; 0 picks a free one")
+    gateway_port: int = Field(0, ge=0, le=65535, description="port of the annotators' gateway; 0 picks a free one at "
+                                                             "the first start and keeps it while it stays free")
+    public_url: str | None = Field(
+        None, description="the address people open Label Studio at when it is not the gateway's own (e.g. an HTTPS "
+                          "proxy in front of it); links in the agreement report use it")
 
     @model_validator(mode="before")
     @classmethod

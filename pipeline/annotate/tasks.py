@@ -75,7 +75,7 @@ def build_task(schema: AnnotationSchema, session: SessionRows, index: int, *, co
     rows = session.rows
     row = rows[index]
     entry = session.entry
-    entities = schema.entities(entry.scenario, entry.participants)
+    entities = schema.entities(entry.scenario, entry.participants, therapist=entry.therapist)
     before = rows[max(0, index - context_rows):index] if context_rows else ()
     clip = row.clip or session.session_video
     data: dict[str, Any] = {

@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline import layout
 from pipeline.cli.aliases import ran_as_build_step, standalone_option
 from pipeline.cli.console import console, err_console
 from pipeline.cli.lock import writer
@@ -40,8 +41,12 @@ def _settings(ctx: click.Context, **flags: Any):  # noqa: ANN202 - AgreementSett
 
 def _as_build_step(ctx: click.Context, step: str, standalone: bool, one_off: dict[str, object],
                    **flags: Any) -> bool:
-    """`ran_as_build_step` with the flags given as `[tool.rescue.agreement]` overrides."""
-    return ran_as_build_step(project_of(ctx), step, _overrides(ctx, **flags), standalone, one_off)
+    """`ran_as_build_step` with the flags given as `[tool.rescue.agreement]` overrides; run as the build's step,
+    they are kept in the settings file (kept_flags: the next build makes the same report and gold)."""
+    from pipeline.settings import SettingsOverrides
+
+    return ran_as_build_step(project_of(ctx), step, _overrides(ctx, **flags), standalone, one_off,
+                             kept=SettingsOverrides.of("agreement", flags))
 
 
 class _Bar:
@@ -81,7 +86,7 @@ def agree(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, n
     if _as_build_step(ctx, "agree", standalone, {"--snapshot": snapshot, "--skip-other-versions": skip_other_versions},
                       text_similarity=False if no_text else None, bootstrap_samples=bootstrap, seed=seed):
         if open_report:
-            click.launch(str(project.build / "agreement" / "report.html"))
+            click.launch(str(layout.agreement_dir(project) / "report.html"))
         return
     settings = _settings(ctx, bootstrap_samples=bootstrap, seed=seed)
     bar = _Bar()
@@ -169,7 +174,7 @@ def gold(ctx: click.Context, snapshot: str | None, skip_other_versions: bool, no
     with err_console.status("settling answers and writing gold rows..."):
         summary = run_gold(project, settings, snapshot=snapshot, skip_other_versions=skip_other_versions)
     console.print(f"gold: {len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
-                  f"{project.rel_or_abs(project.build / 'gold' / 'benchmark.jsonl')}; "
+                  f"{project.rel_or_abs(layout.gold_file(project))}; "
                   f"{len(summary.sessions_pending)} session(s) pending, {summary.queue_items} field(s) in the "
                   "adjudication queue", highlight=False)
     for session_id, reason in sorted(summary.sessions_pending.items())[:20]:

@@ -36,14 +36,19 @@ def run_stages(project: Project, stage_names: list[str], session_ids: tuple[str,
                            overrides=overrides, executor=executor).failed_sessions
 
 
-def run_corpus_step(project: Project, step: str, overrides: SettingsOverrides = NO_OVERRIDES) -> None:
-    """`rescue STEP` as `rescue build --only STEP`; exits 1 when a session step failed."""
+def run_corpus_step(project: Project, step: str, overrides: SettingsOverrides = NO_OVERRIDES,
+                    kept: SettingsOverrides = NO_OVERRIDES) -> None:
+    """`rescue STEP` as `rescue build --only STEP`; exits 1 when a session step failed. `kept`: the flags among
+    `overrides` that change what a step makes, written into the settings file first (pipeline/cli/kept_flags.py)."""
     from pipeline.catalog import load_catalog
+    from pipeline.cli.kept_flags import keep_step_flags
 
     if not load_catalog(project):
         raise RescueError(f"`rescue {step}` runs the build's {step} step, and the catalog lists no sessions",
                           "add sessions (`rescue sample`, `rescue add-session`), or run "
                           f"`rescue {step} --standalone` on what build/ holds")
+    if kept:
+        keep_step_flags(project, kept, overrides)
     if run_stages(project, [step], (), 1, overrides):
         sys.exit(1)
 
@@ -57,12 +62,13 @@ def standalone_reason(standalone: bool, one_off: Mapping[str, object]) -> str | 
 
 
 def ran_as_build_step(project: Project, step: str, overrides: SettingsOverrides, standalone: bool,
-                      one_off: Mapping[str, object]) -> bool:
+                      one_off: Mapping[str, object], kept: SettingsOverrides = NO_OVERRIDES) -> bool:
     """Run the build's `step` unless the command runs standalone (`standalone_reason`: said so on the console);
-    True when it ran as the build's step, False when the caller runs the function itself."""
+    True when it ran as the build's step (its `kept` flags written into the settings file first), False when the
+    caller runs the function itself (the flags then last this run only: no build state is recorded)."""
     reason = standalone_reason(standalone, one_off)
     if reason is None:
-        run_corpus_step(project, step, overrides)
+        run_corpus_step(project, step, overrides, kept)
         return True
     console.print(f"standalone run ({reason}): no build state recorded; the next `rescue build` checks this step "
                   "again", highlight=False)

@@ -20,6 +20,7 @@ from pipeline.cli import (
     preannotate,
     runmodel,
     sessions,
+    showrun,
     speech,
     status,
     tasks,
@@ -45,6 +46,8 @@ class RescueGroup(click.Group):
             err_console.print(line(styled("error:", "bold red"), " ", error.message))
             if error.fix:
                 err_console.print(line("  ", styled("fix:", "bold"), " ", error.fix))
+            for detail in getattr(error, "details", ()):
+                err_console.print(f"    {detail}", highlight=False)
             sys.exit(1)
 
 
@@ -71,7 +74,7 @@ for command in (
     build.build, build.graph, build.ingest, status.status, sessions.sample, sessions.add_session,        # the build
     tasks.freeze, tasks.verify, tasks.evaluate, tasks.compare_released,                       # tasks and release
     leaks.audit_leaks,                                                                        # answer leaks
-    runmodel.run_model,                                                                       # model runs
+    runmodel.run_model, showrun.show_run,                                                     # model runs
     leaderboard.leaderboard,                                                                  # scored runs
     annotate.labelstudio_group, annotate.annotators_group, annotate.push, annotate.pull,      # annotation
     agreement.agree, agreement.adjudicate, agreement.gold,                                    # agreement

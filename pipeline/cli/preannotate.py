@@ -1,5 +1,6 @@
 """`rescue preannotate`: run the step (per session), or `--evaluate` a backend on held-out gold. Parsing and
-printing only; flags reach the step as settings overrides carried by each session's job."""
+printing only; flags reach the step as settings overrides carried by each session's job, and --backend /
+--train-gold are kept in pyproject.toml (pipeline/cli/kept_flags.py) so the next push drafts the same way."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ import click
 
 from pipeline.cli.aliases import run_stages
 from pipeline.cli.console import console
+from pipeline.cli.kept_flags import keep_step_flags, relative_to_root
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
 from pipeline.errors import RescueError
+from pipeline.preannotate.drafts import SessionDrafts
 from pipeline.preannotate.settings import BACKEND_NAMES
+from pipeline.project import Project
 from pipeline.settings import SettingsOverrides
 
 _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show_default=True,
@@ -52,6 +56,37 @@ def _print_evaluation(result: dict) -> None:  # type: ignore[type-arg]
         console.print(f"{result['quarantined']} draft(s) quarantined (kept the transcript values)")
 
 
+def drafts_summary(project: Project, session_ids: tuple[str, ...]) -> list[str]:
+    """What the sessions' drafts are, one line per model version: backend, model version, training gold, rows
+    drafted, and that they reach Label Studio at the next push (the step itself only writes files)."""
+    from pipeline.catalog import load_catalog
+    from pipeline.preannotate.drafts import read_drafts
+
+    wanted = set(session_ids) or {item.entry.session_id for item in load_catalog(project)}
+    by_version: dict[str, list[SessionDrafts]] = {}
+    for session_id in sorted(wanted):
+        try:
+            drafts = read_drafts(project.build, session_id)
+        except ValueError:
+            continue  # an unreadable drafts file: the step's own failure line says so
+        if drafts is not None:
+            by_version.setdefault(drafts.model_version, []).append(drafts)
+    lines = []
+    for version, sessions in by_version.items():
+        first = sessions[0]
+        gold = {project.rel_or_abs(Path(name)) if Path(name).is_absolute() else name: sha[:12]
+                for name, sha in first.training_gold.items()}
+        trained = (f", trained on {', '.join(f'{name} (sha256 {sha})' for name, sha in gold.items())}" if gold
+                   else "")
+        rows = sum(len(d.rows) for d in sessions)
+        quarantined = sum(len(d.quarantined) for d in sessions)
+        kept = f", {quarantined} kept the transcript draft (quarantined)" if quarantined else ""
+        lines.append(f"drafts by backend {first.backend}, model version {version}{trained}: {rows} row(s) drafted in "
+                     f"{len(sessions)} session(s){kept}; they reach Label Studio at the next `rescue push` (or "
+                     "`rescue build`)")
+    return lines
+
+
 @click.command()
 @click.argument("session_ids", nargs=-1)
 @click.option("--backend", type=click.Choice(BACKEND_NAMES), help="Draft backend (default: settings, else transcript).")
@@ -71,14 +106,18 @@ def preannotate(ctx: click.Context, session_ids: tuple[str, ...], backend: str |
     """Draft every label field of each session's rows for annotators to correct (build/preannotate/), or with
     --evaluate score a backend per field on held-out gold next to a majority baseline."""
     project = project_of(ctx)
-    files = [p if p.is_absolute() else Path.cwd() / p for p in train_gold]
     flags = SettingsOverrides.of("preannotate", {"backend": backend,
-                                                 "train_gold": [str(f.resolve()) for f in files] or None})
+                                                 "train_gold": [relative_to_root(project, p) for p in train_gold]
+                                                 or None})
     overrides = overrides_of(ctx) | flags
     if not evaluate:
         if test_gold or json_file:
             raise RescueError("--test-gold and --json belong to --evaluate", "add --evaluate, or leave them out")
-        if run_stages(project, ["preannotate"], session_ids, jobs, overrides):
+        overrides = keep_step_flags(project, flags, overrides_of(ctx))  # the next push drafts the same way
+        failed = run_stages(project, ["preannotate"], session_ids, jobs, overrides)
+        for line in drafts_summary(project, session_ids):
+            console.print(line, highlight=False)
+        if failed:
             sys.exit(1)
         return
     from pipeline.preannotate.evaluate import evaluate_backend

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.text import Text
 from rich.status import Status
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -14,7 +15,7 @@ from pipeline.cli.console import line, styled
 from pipeline.cli.corpus import print_corpus_report, print_outcome
 from pipeline.corpus.context import StepOutcome
 from pipeline.engine.build import BuildReport, StageCallbacks, run_build
-from pipeline.engine.waiting import describe
+from pipeline.engine.waiting import Waiting, describe
 from pipeline.executors.base import Executor
 from pipeline.project import Project
 from pipeline.engine.runner import StageReport
@@ -75,6 +76,14 @@ def print_stage(console: Console, err_console: Console, report: StageReport,
                 err_console.print(line("  ", styled("warning", "yellow"), f" {session_id}: {warning}"))
 
 
+def waiting_line(waiting: Waiting, printed: set[str]) -> Text:
+    """The `waiting:` line of a session; a failure whose error was printed above (`printed`: those sessions) is
+    not printed a second time."""
+    if waiting.state == "failed" and waiting.session_id in printed:
+        waiting = waiting.model_copy(update={"reason": "the error above"})
+    return line(styled("waiting:", "yellow"), f" {describe(waiting)}")
+
+
 def build_and_print(project: Project, console: Console, err_console: Console, *, session_ids: Iterable[str] = (),
                     only: Iterable[str] = (), jobs: int = 1, executor: Executor | None = None,
                     annotate: bool = True, overrides: SettingsOverrides = NO_OVERRIDES) -> BuildReport:
@@ -88,8 +97,9 @@ def build_and_print(project: Project, console: Console, err_console: Console, *,
     ran = sum(len(r.ran) for r in report.stages)
     if report.stages and not ran and not report.failed_sessions:
         console.print(f"Nothing to do: all {report.sessions} session(s) are up to date.")
+    failed_here = {session_id for stage in report.stages for session_id in stage.failed}
     for waiting in report.waiting:
-        err_console.print(line(styled("waiting:", "yellow"), f" {describe(waiting)}"))
+        err_console.print(waiting_line(waiting, failed_here))
     if report.corpus_not_run:
         console.print(f"corpus steps not run ({report.corpus_not_run}); `rescue build` runs them for the whole catalog")
     elif report.corpus is not None:

@@ -111,3 +111,4 @@ def run_model(ctx: click.Context, task: str, mode: str, release: Path | None, mo
     root = "" if Path.cwd().resolve() == project.root else f"--root {project.root} "
     console.print(f"run: {project.rel_or_abs(result.folder)}/  (score it for the leaderboard: rescue {root}evaluate "
                   f"--run {typed})", highlight=False)
+    console.print(f"per instance (prompt, raw answer, parsed, score): rescue {root}show-run {typed}", highlight=False)

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
+from pipeline import layout
 from pipeline.cli.aliases import run_stages
 from pipeline.cli.console import console
 from pipeline.cli.executor import with_executor
+from pipeline.cli.kept_flags import keep_step_flags
 from pipeline.cli.lock import writer
 from pipeline.cli.options import overrides_of, project_of
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
@@ -22,8 +24,11 @@ _jobs = click.option("--jobs", "-j", type=click.IntRange(min=1), default=1, show
 def _run(ctx: click.Context, stages: list[str], session_ids: tuple[str, ...], jobs: int, executor: object,
          flags: SettingsOverrides = NO_OVERRIDES) -> None:
     """Flags override the environment's RESCUE_* values, which override the settings file; they reach every
-    session's job as data (a pool worker or another host sees exactly these)."""
-    if run_stages(project_of(ctx), stages, session_ids, jobs, overrides_of(ctx) | flags, executor=executor):
+    session's job as data (a pool worker or another host sees exactly these), and are kept in the settings file
+    (kept_flags: the next build transcribes and diarizes the same way)."""
+    project = project_of(ctx)
+    if run_stages(project, stages, session_ids, jobs, keep_step_flags(project, flags, overrides_of(ctx)),
+                  executor=executor):
         sys.exit(1)
 
 
@@ -100,9 +105,11 @@ def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) ->
                       f"{project.rel(snippets_dir(project, entry.session_id))}/", highlight=False)
         for proposal in written.proposals.values():
             carried = written.carried.get(proposal.label)
-            mark = "ok " if proposal.confident or carried else "?? "
-            name = carried.name if carried else proposal.name
-            why = (f"carried from {' + '.join(carried.old_labels)} ({carried.share:.0%} overlap)" if carried
+            yours = written.kept.get(proposal.label)  # a name the person wrote: it stands, whatever was proposed
+            mark = "ok " if yours or proposal.confident or carried else "?? "
+            name = yours or (carried.name if carried else proposal.name)
+            why = ("yours, kept from the file" if yours else
+                   f"carried from {' + '.join(carried.old_labels)} ({carried.share:.0%} overlap)" if carried
                    else proposal.evidence)
             console.print(f"  {mark}{proposal.label} -> {name or '(unknown)'}: {why}", highlight=False)
         for warning in written.warnings:
@@ -134,7 +141,7 @@ def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], reference
     result = score_sessions(project, context.select(session_ids), references, collar=collar,
                             skip_overlap=skip_overlap, encoding=context.settings.speech.subtitle_encoding)
     text = json.dumps(result, indent=2)
-    out = project.build / "scores" / "transcript_scores.json"
+    out = layout.scores_dir(project) / "transcript_scores.json"
     write_text_atomic(out, text + "\n")
     if as_json:
         click.echo(text)

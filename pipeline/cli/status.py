@@ -19,7 +19,7 @@ from pipeline.cli.options import overrides_of, project_of
 def status(ctx: click.Context, as_json: bool) -> None:
     """Show, per session and stage, what is done, stale, failed, pending or waiting."""
     from pipeline.engine.status import status_table
-    from pipeline.engine.waiting import describe
+    from pipeline.cli.printing import waiting_line
     from pipeline.engine.session_steps import STAGES
 
     table_data = status_table(project_of(ctx), overrides_of(ctx))
@@ -58,8 +58,9 @@ def status(ctx: click.Context, as_json: bool) -> None:
         for c in corpus:
             if c["state"] in {"stale", "failed"} and c["reason"]:
                 console.print(f"  {c['step']}: {c['reason']}", highlight=False)
+    printed = {row.session_id for row in rows if row.state == "failed" and row.reason}  # their error is above
     for waiting in table_data.waiting:
-        console.print(line(styled("waiting:", "yellow"), f" {describe(waiting)}"))
+        console.print(waiting_line(waiting, printed))
     if labelstudio:
         colour = "yellow" if labelstudio["orphaned"] else "green"
         console.print(styled(labelstudio["message"], colour))

@@ -12,25 +12,27 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
+from pipeline import layout
 from pipeline.cli.console import console, err_console, line, styled
 from pipeline.cli.lock import writer
-from pipeline.cli.options import project_of
+from pipeline.cli.options import overrides_of, project_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
+from pipeline.tasks.instances import TASKS  # the names only: the registry stays unimported for --help
 
 if TYPE_CHECKING:
     from pipeline.settings import SettingsOverrides
     from pipeline.tasks.compare import Comparison
     from pipeline.tasks.judge import JudgeOptions
 
-TASK_CHOICE = click.Choice(["er", "vp", "rpp", "itp", "stp", "ssp"])
+TASK_CHOICE = click.Choice(TASKS)
 
 
 def _release_dir(project: Project, given: Path | None) -> Path:
     """The given release, else the only one under build/release/."""
     if given:
         return given
-    base = project.build / "release"
+    base = layout.releases_dir(project)
     found = sorted(p for p in base.iterdir() if (p / "MANIFEST.json").is_file()) if base.is_dir() else []
     if len(found) != 1:
         raise RescueError(f"{'no release' if not found else f'{len(found)} releases'} under {base}",
@@ -92,7 +94,8 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out:
     if gold_path is None:
         _freeze_step(project, dict(version=version, out=out, settings=settings_path, strict=strict, force=force,
                                    snapshot=snapshots, model=models, license=license_id),
-                     SettingsOverrides.of("build", {"release_media": media, "allow_shrink": allow_shrink or None}))
+                     SettingsOverrides.of("build", {"release_media": media, "allow_shrink": allow_shrink or None}),
+                     overrides_of(ctx))
         return
     release = ReleaseDefaults.of(load_settings(project.root), version, license_id)
     with console.status(f"reading {gold_path}"):
@@ -120,15 +123,19 @@ def freeze(ctx: click.Context, gold_path: Path | None, version: str | None, out:
         console.print("text-only release (no media/ folder; --media packs the row clips)", highlight=False)
 
 
-def _freeze_step(project: Project, file_only: dict[str, object], overrides: SettingsOverrides) -> None:
-    """`rescue freeze` without --gold: the build's freeze step, through the engine (same state, same lock)."""
+def _freeze_step(project: Project, file_only: dict[str, object], flags: SettingsOverrides,
+                 environment: SettingsOverrides) -> None:
+    """`rescue freeze` without --gold: the build's freeze step, through the engine (same state, same lock);
+    --media/--no-media is kept in the settings file (kept_flags), --allow-shrink is for this run only."""
     given = [f"--{name}" for name, value in file_only.items() if value not in (None, False, ())]
     if given:
         raise RescueError(f"{', '.join(given)} only apply to freezing a gold file (`rescue freeze --gold FILE`)",
                           "the build's freeze step takes release_version and release_license from "
                           "[tool.rescue.build] in pyproject.toml; or name the gold file with --gold")
+    from pipeline.cli.kept_flags import keep_step_flags
     from pipeline.cli.printing import build_and_print
 
+    overrides = keep_step_flags(project, flags, environment)
     if build_and_print(project, console, err_console, only=["freeze"], overrides=overrides).failed_sessions:
         sys.exit(1)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
+from pipeline.annotate.drafted import drafts_origin
 from pipeline.annotate.guards import guards_of
 from pipeline.annotate.integrity_notes import pull_notes, push_notes
 from pipeline.annotate.push import draft_notes, push_rows
@@ -36,6 +37,7 @@ from pipeline.corpus.state import (StepRun, file_sha, fingerprint, last_done, la
 from pipeline.corpus.stored import Kind, accounts, load_stored
 from pipeline.preannotate.drafts import drafts_path
 from pipeline.row_anchor import MIN_IOU
+from pipeline.store import sha256_json
 
 PUSHED_SETTINGS = {"schema_file", "context_rows", "media_url"}
 
@@ -84,7 +86,7 @@ NOTHING_CHANGED = "nothing can have changed on the server"
 def push_step(ctx: CorpusContext) -> None:
     server = ctx.server
     if server is None:  # the server step found nothing there that can have changed
-        ctx.record("push", "up to date", NOTHING_CHANGED)
+        ctx.record("push", "up to date", NOTHING_CHANGED, [drafts_origin(ctx.project.build, tuple(ctx.rows))])
         return
     inputs = push_inputs(ctx)
     roster = push_roster(ctx, server)
@@ -93,7 +95,8 @@ def push_step(ctx: CorpusContext) -> None:
             and _projects_unchanged(server, done.detail.get("projects"))):
         guards = guards_of(ctx.project, server.client, ctx.agreement.annotators, ctx.agreement.adjudicators)
         ctx.record("push", "up to date", f"every row already has its task in the projects of {len(roster)} "
-                                         "annotator(s)", [stranger_line(s) for s in guards.strangers])
+                                         "annotator(s)", [drafts_origin(ctx.project.build, tuple(ctx.rows)),
+                                                          *(stranger_line(s) for s in guards.strangers)])
         return
     summary = push_rows(ctx.project, server.connection, settings=ctx.settings.annotate, schema=ctx.schema,
                         annotators=roster)
@@ -104,7 +107,7 @@ def push_step(ctx: CorpusContext) -> None:
              "time overlap, or quarantines them with the reason)" for p in summary.projects if p.stale]
     notes += [f"{p.title}: {p.duplicates} duplicate task(s) for one row (see `rescue push --full-check`)"
               for p in summary.projects if p.duplicates]
-    notes += draft_notes(summary) + push_notes(summary)
+    notes += [drafts_origin(ctx.project.build, tuple(ctx.rows)), *draft_notes(summary), *push_notes(summary)]
     if not roster:
         notes.append("no annotators yet: add them with `rescue annotators add EMAIL...`")
     if summary.sessions_without_rows:
@@ -217,18 +220,28 @@ def pull_step(ctx: CorpusContext) -> str | None:
     previous = read_state(ctx.project, "pull")
     known: dict[str, str] = dict(previous.detail.get("digests") or {}) if previous else {}  # type: ignore[arg-type]
     damage = snapshot_damage(files[-1]) if files else None
-    if files and damage is None:
-        latest = files[-1].parent
+    latest = files[-1].parent if files and damage is None else None
+    inputs_sha = sha256_json(inputs)
+    if latest is not None:
         latest_digest = known.get(latest.name) or snapshot_digest(latest)
-        if (latest_digest == digest and _parsed_with(latest) == json.loads(json.dumps(inputs))
-                and _same_guards(latest, guards.counted, accept)):
-            detail = previous.detail if previous and previous.detail.get("snapshot") == latest.name else {}
+        detail = previous.detail if previous and previous.detail.get("snapshot") == latest.name else {}
+        same_inputs = (_parsed_with(latest) == json.loads(json.dumps(inputs))
+                       or detail.get("same_parse") == inputs_sha)  # parsed with these inputs to the same records
+        if latest_digest == digest and same_inputs and _same_guards(latest, guards.counted, accept):
             ctx.done("pull", digest, **{**detail, "snapshot": latest.name, "digests": {latest.name: digest}})
             ctx.record("pull", "up to date", f"annotations and rows unchanged since snapshot {latest.name}")
             return latest.name
     summary = snapshot_from_exports(
         ctx.project, [(ExportKey(e.scenario, e.annotator, e.project_id), e.data) for e in exports],  # type: ignore[arg-type]
-        guards.users, schema=ctx.schema, source=server.connection.url, guards=guards, accept_deleted=accept)
+        guards.users, schema=ctx.schema, source=server.connection.url, guards=guards, accept_deleted=accept,
+        same_as=latest)
+    if summary.unchanged:  # new tasks or drafts, the same answers: the newest snapshot stands (no identical copy)
+        kept = previous.detail if previous and previous.detail.get("snapshot") == summary.snapshot else {}
+        ctx.done("pull", digest, **{**kept, "snapshot": summary.snapshot, "digests": {summary.snapshot: digest},
+                                    "same_parse": inputs_sha})
+        ctx.record("pull", "up to date", f"the server's exports changed (tasks or drafts), its annotations did not: "
+                                         f"no new snapshot, {summary.snapshot} stands ({summary.records} record(s))")
+        return summary.snapshot
     reanchored = sum(p.reanchored for p in summary.projects)
     unplaced = sum(p.unplaced for p in summary.projects)
     ctx.done("pull", digest, snapshot=summary.snapshot, digests={summary.snapshot: digest}, reanchored=reanchored,

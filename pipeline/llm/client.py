@@ -133,7 +133,10 @@ class ChatClient:
     def digest(self, request: ChatRequest) -> str:
         return payload_digest(self.settings.endpoint, self.payload(request))
 
-    def complete_all(self, requests: Sequence[ChatRequest]) -> tuple[list[Outcome], ChatRunStats]:
+    def complete_all(self, requests: Sequence[ChatRequest], on_outcome: Callable[[int, Outcome], None] | None = None
+                     ) -> tuple[list[Outcome], ChatRunStats]:
+        """`on_outcome(index, outcome)` is called in the worker thread as each request's outcome is known (a run's
+        log is written as the run goes, so a killed run keeps what it did); it must be thread-safe."""
         stats = ChatRunStats(requests=len(requests))
         budget = TokenBudget(self.settings)
         stop = threading.Event()
@@ -141,7 +144,13 @@ class ChatClient:
         fatal: list[RescueError] = []
         self._sdk_client()  # made once, before the threads, which share it (and its connection pool)
 
-        def one(request: ChatRequest) -> Outcome:
+        def one(index: int, request: ChatRequest) -> Outcome:
+            outcome = ask(request)
+            if on_outcome is not None:
+                on_outcome(index, outcome)
+            return outcome
+
+        def ask(request: ChatRequest) -> Outcome:
             payload = self.payload(request)
             digest = payload_digest(self.settings.endpoint, payload)
             cached = self._cache.get(digest) if self._cache else None
@@ -169,7 +178,7 @@ class ChatClient:
             return _answer(fresh, cached=False)
 
         with ThreadPoolExecutor(max_workers=self.settings.concurrency, thread_name_prefix="llm") as pool:
-            outcomes = list(pool.map(one, requests))
+            outcomes = list(pool.map(one, range(len(requests)), requests))
         stats.not_sent = sum(isinstance(o, NotSent) for o in outcomes)
         stats.tokens, stats.cost = budget.spent, budget.cost
         if self._cache and self._cache.damaged:

@@ -8,6 +8,7 @@ import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.errors import RescueError
 from pipeline.preannotate.drafts import DraftBackend
 from pipeline.preannotate.settings import BACKEND_NAMES, PreannotateSettings
@@ -15,19 +16,18 @@ from pipeline.project import Project
 from pipeline.schema import AnnotationSchema
 
 SETTING = "[tool.rescue.preannotate] backend"
-PROJECT_GOLD = "build/gold/benchmark.jsonl"
 Factory = Callable[[Project, PreannotateSettings, AnnotationSchema], DraftBackend]
 
 
 def cache_dir(project: Project) -> Path:
-    return project.build / "cache" / "preannotate"
+    return layout.cache_dir(project, "preannotate")
 
 
 def train_gold_files(project: Project, settings: PreannotateSettings) -> list[Path]:
     """The gold-model's training files: the settings' (relative to the project root), else the project's gold."""
     if settings.train_gold:
         return [Path(p) if Path(p).is_absolute() else project.root / p for p in settings.train_gold]
-    return [project.root / PROJECT_GOLD]
+    return [layout.gold_file(project)]
 
 
 def _need(module: str, backend: str, package: str) -> None:

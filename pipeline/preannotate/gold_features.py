@@ -20,11 +20,11 @@ from pipeline.agreement.textsim import EmbeddingCache
 EXTRA = 4  # therapist row, previous row by the therapist, previous row by the same speaker, family scenario
 
 
-def embedding_cache_path(build: Path) -> Path:
+def embedding_cache_path(cache_dir: Path) -> Path:
     from pipeline.text_similarity import model_info
 
     info = model_info()
-    return build / "cache" / "preannotate" / f"embeddings-{info['package']}-{info['version']}.npz"
+    return cache_dir / f"embeddings-{info['package']}-{info['version']}.npz"
 
 
 @dataclass

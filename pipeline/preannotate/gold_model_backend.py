@@ -67,7 +67,7 @@ class GoldModelBackend:
     def embeddings_cache(self) -> Path | None:
         from pipeline.preannotate.gold_features import embedding_cache_path
 
-        return embedding_cache_path(self.cache_dir.parent.parent) if self.cache_dir else None
+        return embedding_cache_path(self.cache_dir) if self.cache_dir else None
 
     def trained(self) -> TrainedModel:
         if self._trained is None:

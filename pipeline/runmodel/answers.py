@@ -19,13 +19,7 @@ from typing import Any
 
 from pipeline.llm.client import ChatAnswer, NotSent, Outcome
 from pipeline.runmodel.batches import Batch
-from pipeline.runmodel.prompts import ID_KEYS
-from pipeline.tasks.context import clean, parse_intensity
-from pipeline.tasks.predictions import (CANDIDATES_FIELD, RANKING_FIELD, normalise_should_speak,
-                                        parse_prediction)
-
-REASON_KINDS = ("not_sent", "too_long", "refused", "invalid_json", "no_predictions", "missing_id", "repeated_id",
-                "invalid_answer")
+from pipeline.tasks.registry import task_spec
 
 
 @dataclass
@@ -35,50 +29,9 @@ class BatchResult:
     unknown_ids: int = 0  # ids in the answer that the request did not ask for (ignored)
 
 
-def _ranking(task: str, item: dict[str, Any], record: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    name, allowed = RANKING_FIELD[task], record[CANDIDATES_FIELD[task]]
-    values = item.get(name)
-    if isinstance(values, str):
-        values = [values]
-    if not isinstance(values, list):
-        return None, f"{name} is not a list of labels"
-    kept = list(dict.fromkeys(label for label in map(clean, values) if label in allowed))[:3]
-    if not kept:
-        return None, f"{name} {values!r} holds no label from {CANDIDATES_FIELD[task]}"
-    return {name: kept}, ""
-
-
-def _viewpoints(item: dict[str, Any], record: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    views = item.get("predicted_viewpoints")
-    if isinstance(views, dict):
-        views = [views]
-    if not isinstance(views, list):
-        return None, "predicted_viewpoints is not a list"
-    usable = [{"source": clean(v.get("source")) or record["speaker"], "target": clean(v.get("target")),
-               "viewpoint": clean(v.get("viewpoint"))}
-              for v in views if isinstance(v, dict) and clean(v.get("target")) and clean(v.get("viewpoint"))]
-    if views and not usable:
-        return None, "no viewpoint has both a target and a viewpoint"
-    return {"predicted_viewpoints": usable}, ""
-
-
 def normalised(task: str, item: dict[str, Any], record: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The prediction fields `rescue evaluate` reads, or None and why there are none."""
-    if task == "itp":
-        answer = normalise_should_speak(item.get("should_speak"))
-        return ({"should_speak": answer}, "") if answer else (None, f"should_speak {item.get('should_speak')!r} "
-                                                                     "is not yes or no")
-    if task in RANKING_FIELD:
-        return _ranking(task, item, record)
-    if task == "vp":
-        return _viewpoints(item, record)
-    text, score = item.get("predicted_internal_emotion"), item.get("predicted_intensity_score")
-    intensity = None if isinstance(score, bool) else parse_intensity(score)
-    if not isinstance(text, str) or not text.strip():
-        return None, "predicted_internal_emotion is empty"
-    if intensity is None:
-        return None, f"predicted_intensity_score {score!r} is not 0-10"
-    return {"predicted_internal_emotion": text.strip(), "predicted_intensity_score": intensity}, ""
+    return task_spec(task).prediction.normalise(item, record)
 
 
 def _document(answer: ChatAnswer) -> tuple[list[Any] | None, str]:
@@ -109,7 +62,8 @@ def read_batch(task: str, batch: Batch, outcome: Outcome) -> BatchResult:
     if items is None:
         result.unanswered = [{"id": i, "reason": problem} for i in batch.ids]
         return result
-    key, records = ID_KEYS[task], {record["id"]: record for record in batch.records}
+    spec = task_spec(task)
+    key, records = spec.prompt.id_key, {record["id"]: record for record in batch.records}
     given: dict[str, list[dict[str, Any]]] = {}
     for item in items:
         pid = item.get(key) if isinstance(item, dict) else None
@@ -129,7 +83,7 @@ def read_batch(task: str, batch: Batch, outcome: Outcome) -> BatchResult:
             continue
         fields, why = normalised(task, answers[0], record)
         if fields is not None:
-            _, problems = parse_prediction(task, fields, record)  # the evaluator's check: the same verdict
+            _, problems = spec.prediction.parse(fields, record)  # the evaluator's check: the same verdict
             why = "; ".join(problems)
         if fields is None or why:
             result.unanswered.append({"id": pid, "reason": f"invalid_answer: {why}"})

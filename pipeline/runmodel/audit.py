@@ -18,9 +18,9 @@ from typing import Any
 from pipeline.errors import RescueError
 from pipeline.llm.request import ChatRequest
 from pipeline.runmodel.batches import Batch, make_batches
-from pipeline.runmodel.prompts import ID_KEYS
 from pipeline.runmodel.settings import LEAK_FREE, PAPER
 from pipeline.tasks.answer_sites import Leak, exposure, leaks_among
+from pipeline.tasks.registry import task_spec
 
 REFUSED = "leak_refused"
 
@@ -43,7 +43,9 @@ def sent_targets(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 def audit_payload(task: str, payload: dict[str, Any]) -> list[Leak]:
     """Every instance of the request whose answer the request shows, and which target shows it."""
-    return leaks_among(task, [exposure(task, t, ID_KEYS[task]) for t in sent_targets(payload)])
+    spec = task_spec(task)
+    return leaks_among(spec.answer_site, [exposure(spec.answer_site, t, spec.prompt.id_key)
+                                          for t in sent_targets(payload)])
 
 
 @dataclass

@@ -26,13 +26,12 @@ from urllib.parse import quote
 from pipeline.errors import RescueError
 from pipeline.llm.content import ChatMessage, ContentItem, TextItem, VideoItem, data_url
 from pipeline.llm.request import ChatRequest
-from pipeline.runmodel.prompts import ID_KEYS
 from pipeline.runmodel.settings import LEAK_FREE, RunModelSettings
 from pipeline.tasks.answer_sites import Exposure, exposure, shows
 from pipeline.tasks.modes import VIDEO_MODE, prompt_record_for_mode, video_attachments
+from pipeline.tasks.registry import task_spec
 
 BATCH_KEYS = ("id", "task", "sample_id", "scenario")  # said once per batch, not per target
-FPS_TASKS = ("er", "vp")  # the paper's ER/VP scripts send fps 1; SSP's send none
 
 
 @dataclass(frozen=True)
@@ -51,10 +50,11 @@ def _chunks(group: list[dict[str, Any]], batch_size: int, task: str, mode: str) 
     shows it its answer or whose answer it shows, else opens a new one. Without any such pair this is exactly
     the per-sample chunking (only the last chunk ever has room)."""
     chunks: list[tuple[list[dict[str, Any]], list[Exposure]]] = []
+    site = task_spec(task).answer_site
     for record in group:
-        seen = exposure(task, prompt_record_for_mode(record, mode))
+        seen = exposure(site, prompt_record_for_mode(record, mode))
         for members, exposures in chunks:
-            if len(members) < batch_size and not any(shows(task, seen, other) or shows(task, other, seen)
+            if len(members) < batch_size and not any(shows(site, seen, other) or shows(site, other, seen)
                                                      for other in exposures):
                 members.append(record)
                 exposures.append(seen)
@@ -82,7 +82,7 @@ def make_batches(records: list[dict[str, Any]], batch_size: int, *, task: str, m
 def target_record(task: str, record: dict[str, Any], mode: str) -> dict[str, Any]:
     """What the model sees of one instance: its id under the task's id key, then the mode's fields."""
     shown = prompt_record_for_mode(record, mode)
-    return {ID_KEYS[task]: record["id"], **{k: v for k, v in shown.items() if k not in BATCH_KEYS}}
+    return {task_spec(task).prompt.id_key: record["id"], **{k: v for k, v in shown.items() if k not in BATCH_KEYS}}
 
 
 def user_text(task: str, batch: Batch, mode: str) -> str:
@@ -102,7 +102,7 @@ def _clip_path(record: dict[str, Any], clip: Any) -> PurePosixPath:
 
 
 def video_items(task: str, record: dict[str, Any], release: Path, settings: RunModelSettings) -> list[VideoItem]:
-    fps = settings.video_fps if task in FPS_TASKS else None
+    fps = settings.video_fps if task_spec(task).video_fps else None
     items = []
     for clip in video_attachments(record):
         path = _clip_path(record, clip)

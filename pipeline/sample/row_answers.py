@@ -19,10 +19,7 @@ from pipeline.project import Project
 from pipeline.records import SampleTruth, TranscriptRow, TruthTurn
 from pipeline.sample.annotators import ANNOTATORS, reference_labels, simulated_annotations, values_by_row
 from pipeline.schema import AnnotationSchema
-
-
-def overlap(a_start: float, a_end: float, b_start: float, b_end: float) -> float:
-    return max(0.0, min(a_end, b_end) - max(a_start, b_start))
+from pipeline.span import Span
 
 
 @dataclass(frozen=True)
@@ -37,13 +34,15 @@ class TurnMapping:
 def map_turns(rows: Sequence[TranscriptRow], turns: Sequence[TruthTurn]) -> TurnMapping:
     row_turn: dict[str, int] = {}
     for row in rows:
-        best = max(turns, key=lambda t: (overlap(row.start, row.end, t.start, t.end), -t.index))
-        if overlap(row.start, row.end, best.start, best.end) > 0:
+        span = Span(row.start, row.end)
+        best = max(turns, key=lambda t: (span.overlap(t), -t.index))
+        if span.overlap(best) > 0:
             row_turn[row.row_id] = best.index
     turn_row: dict[int, int] = {}
     for turn in turns:
-        best_row = max(rows, key=lambda r: (overlap(r.start, r.end, turn.start, turn.end), -r.row_index))
-        if overlap(best_row.start, best_row.end, turn.start, turn.end) > 0:
+        span = Span(turn.start, turn.end)
+        best_row = max(rows, key=lambda r: (span.overlap(r), -r.row_index))
+        if span.overlap(best_row) > 0:
             turn_row[turn.index] = best_row.row_index
     placed = set(row_turn.values())
     return TurnMapping(row_turn, turn_row, tuple(t.index for t in turns if t.index not in placed))

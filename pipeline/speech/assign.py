@@ -6,6 +6,7 @@ import bisect
 from collections.abc import Sequence
 
 from pipeline.records import Word
+from pipeline.span import Span
 from pipeline.speech.records import SpeakerTurn
 
 FAR_SECONDS = 1.0  # a word further than this from every turn is counted in the warnings
@@ -18,13 +19,14 @@ def label_for_span(start: float, end: float, turns: Sequence[SpeakerTurn], start
     if not turns:
         return None, float("inf")
     high = bisect.bisect_right(starts, end)
+    span = Span(start, end)
     overlap: dict[str, float] = {}
     nearest, distance = None, float("inf")
     index = high - 1
     while index >= 0 and turns[index].start >= start - longest - FAR_SECONDS:
         turn = turns[index]
-        shared = min(end, turn.end) - max(start, turn.start)
-        if shared > 0 or (shared == 0 and end == start and turn.start <= start <= turn.end):
+        shared = span.overlap(turn)  # a word of no length inside a turn shares 0 s and still counts
+        if shared > 0 or (end == start and turn.start <= start <= turn.end):
             overlap[turn.label] = overlap.get(turn.label, 0.0) + max(shared, 1e-9)
         gap = max(turn.start - end, start - turn.end, 0.0)
         if gap < distance:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.project import Project
+from pipeline.span import Span
 from pipeline.speech.records import SpeakerTurn
 from pipeline.store import read_jsonl, sha256_file
 
@@ -59,11 +60,12 @@ def carry_names(old_turns: Sequence[SpeakerTurn], old_names: dict[str, str], new
     sources: dict[str, dict[str, set[str]]] = {}
     speech: dict[str, float] = {}
     for turn in new_turns:
+        span = Span(turn.start, turn.end)
         speech[turn.label] = speech.get(turn.label, 0.0) + turn.end - turn.start
         index = bisect.bisect_left(starts, turn.end) - 1
         while index >= 0 and named[index].start >= turn.start - longest:
             old = named[index]
-            shared = min(turn.end, old.end) - max(turn.start, old.start)
+            shared = span.overlap(old)
             if shared > 0:
                 name = old_names[old.label]
                 per = overlap.setdefault(turn.label, {})

@@ -12,6 +12,7 @@ from pathlib import Path
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import THERAPIST, CatalogEntry
+from pipeline.span import Span
 from pipeline.speech.records import SpeakerTurn, SpeechSegment
 from pipeline.speech.carry_over import Carried
 from pipeline.speech.settings import RowSettings
@@ -71,13 +72,14 @@ def propose(turns: Sequence[SpeakerTurn], named: Sequence[SpeechSegment], allowe
     first: dict[str, float] = {}
     cues = sorted(named, key=lambda s: s.start)
     for turn in turns:
+        span = Span(turn.start, turn.end)
         speech[turn.label] = speech.get(turn.label, 0.0) + turn.end - turn.start
         first.setdefault(turn.label, turn.start)
         per = overlap.setdefault(turn.label, {})
         for cue in cues:
             if cue.start >= turn.end:
                 break
-            shared = min(turn.end, cue.end) - max(turn.start, cue.start)
+            shared = span.overlap(cue)
             if shared > 0 and cue.speaker_name:
                 key = canonical(cue.speaker_name, allowed, names_map) or f"?{cue.speaker_name}"
                 per[key] = per.get(key, 0.0) + shared
@@ -148,7 +150,8 @@ def render_mapping(entry: CatalogEntry, turns_sha256: str, proposals: dict[str, 
     doc = tomlkit.document()
     doc.add(tomlkit.comment(f"Speaker mapping for session {entry.session_id}, written by `rescue speakers`."))
     doc.add(tomlkit.comment(f"Map every diarization label to one of: {', '.join(allowed)}. Several labels may"))
-    doc.add(tomlkit.comment("name the same person. Leave a value empty only for a label that says nothing."))
+    doc.add(tomlkit.comment("name the same person. Write the name of every label whose value is empty (check the"))
+    doc.add(tomlkit.comment("ones proposed without confidence); leave one empty only for a label that says nothing."))
     doc.add(tomlkit.comment("Listen to the snippets listed above each label (16 kHz WAV, the start of its longest"))
     doc.add(tomlkit.comment("turns) before you decide."))
     for note in notes:
@@ -170,10 +173,10 @@ def render_mapping(entry: CatalogEntry, turns_sha256: str, proposals: dict[str, 
                       f"({found.share:.0%} of its speech overlaps their turns)")
             if proposal.confident and proposal.name != found.name:
                 status += f"; CHECK: subtitles propose {proposal.name}"
-        else:
+        else:  # the comment says what was proposed, so it stays true once the person has written the name
             value = proposal.name
-            status = ("proposed, confident" if proposal.confident else "NOT CONFIDENT: check" if value
-                      else "UNKNOWN: fill in")
+            status = (f"proposed {value}, confident" if proposal.confident else
+                      f"proposed {value}, not confident" if value else "no name proposed")
         item = tomlkit.string(value)
         item.comment(f"{status} -- {proposal.evidence}")
         labels.add(label, item)

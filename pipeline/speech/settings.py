@@ -39,7 +39,8 @@ class AsrSettings(_Section):
     chunk_seconds: float = Field(30.0, gt=0, le=30, description="whisperx merges VAD speech into chunks this long")
     align_model: str = Field("none", description="'none' (faster-whisper word timestamps), 'auto' (whisperx's "
                              "default wav2vec2 model for the language, downloaded), a model name or local folder")
-    threads: int = Field(0, ge=0, description="CPU threads; 0 = all cores")
+    threads: int = Field(0, ge=0, description="CPU threads for decoding; 0 = this worker's share of the cores "
+                         "(OMP_NUM_THREADS, which -j N and Ray's num_cpus set), else all cores")
     window_seconds: float = Field(600.0, ge=60, description="audio is read and transcribed in windows this long, "
                                   "cut at quiet points, so memory does not grow with the session length")
 

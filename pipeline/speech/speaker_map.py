@@ -26,6 +26,7 @@ class SpeakerMapResult:
     evidence: dict[str, speaker_evidence.LabelEvidence]
     carried: dict[str, carry_over.Carried] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    kept: dict[str, str] = field(default_factory=dict)  # label -> the name already in the file (the person's)
 
 
 def said_by_label(source: str, segments: list[SpeechSegment], turns: list[SpeakerTurn]) -> list[speaker_evidence.Said]:
@@ -95,4 +96,5 @@ def write_speaker_map(project: Project, entry: CatalogEntry, settings: Settings,
     carry_over.archive_turns(project, entry.session_id,
                                  project.session_dir(diarize.AREA, entry.session_id) / diarize.TURNS_FILE,
                                  drec.turns_sha256)
-    return SpeakerMapResult(path, proposals, evidence, carried, tuple(warnings))
+    kept_names = {label: name for label, name in (kept.labels.items() if kept else ()) if name and label in proposals}
+    return SpeakerMapResult(path, proposals, evidence, carried, tuple(warnings), kept_names)

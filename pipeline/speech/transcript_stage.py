@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.errors import RescueError
 from pipeline.media import ffmpeg_adapter
 from pipeline.progress import advance
@@ -20,7 +21,7 @@ from pipeline.speech.rows import Unit, build_rows
 from pipeline.speech.subtitles import cue_segments, read_subtitles
 from pipeline.transcripts import ROWS_FILE, clip_end, write_rows
 
-AREA = "transcripts"
+AREA = layout.TRANSCRIPTS_AREA
 RECORD_NAME = "summary.json"
 CLIPS_FOLDER = "clips"
 
@@ -70,12 +71,12 @@ def _stop_for_names(project: Project, entry: CatalogEntry, settings: Settings, t
     splits = speaker_evidence.likely_splits(turns, settings.speech.rows.split_max_share)
     where = project.rel_or_abs(path)
     action = f"edit {where}" if file_used else f"run `rescue speakers {entry.session_id}`, edit {where}"
-    return RescueError(f"session {entry.session_id}: no confident name for speaker label(s) {', '.join(missing)} "
-                       f"({' | '.join(details)}){''.join(f' | warning: {w}' for w in splits)}; listen to "
-                       f"{project.rel(speaker_evidence.snippets_dir(project, entry.session_id))}/ (snippets of "
-                       "each label's longest turns)",
+    # one short line and the fix; each label's evidence (and any likely split) on a line of its own below
+    return RescueError(f"session {entry.session_id}: no confident name for speaker label(s) {', '.join(missing)}; "
+                       f"listen to {project.rel(speaker_evidence.snippets_dir(project, entry.session_id))}/",
                        f"{action}: map each label to one of {', '.join(mapping.allowed_names(entry))}; "
-                       "then run `rescue build`")
+                       "then run `rescue build`",
+                       details=(*details, *(f"warning: {w}" for w in splits)))
 
 
 def plan_speakers(project: Project, entry: CatalogEntry, settings: Settings, turns: list[SpeakerTurn],

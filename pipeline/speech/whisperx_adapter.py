@@ -98,6 +98,16 @@ def _silero_vad(onset: float, chunk_size: float) -> Any:
     return BundledSilero()
 
 
+def cpu_threads(setting: int) -> int:
+    """CTranslate2's decoding threads: the setting, or (0) this process's share of the cores. An executor's
+    worker is given its share in OMP_NUM_THREADS (the local pool's `share_cores`, Ray's `num_cpus`); taking every
+    core instead ran 2 threads per worker with 2 workers on 2 cores (docs/ray.md, issue 22)."""
+    if setting:
+        return setting
+    share = os.environ.get("OMP_NUM_THREADS", "")
+    return int(share) if share.isdigit() and int(share) > 0 else os.cpu_count() or 1
+
+
 def load(settings: AsrSettings) -> LoadedAsr:
     """Load the Whisper model, VAD and (if configured) the alignment model. `settings` must be resolved."""
     import whisperx
@@ -115,7 +125,7 @@ def load(settings: AsrSettings) -> LoadedAsr:
             return output
 
     path, origin = resolve_model(settings.model)
-    threads = settings.threads or os.cpu_count() or 1
+    threads = cpu_threads(settings.threads)
     try:
         model = StashingWhisperModel(path, device=settings.device, compute_type=settings.compute_type,
                                      cpu_threads=threads, local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1")

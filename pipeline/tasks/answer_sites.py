@@ -2,10 +2,10 @@
 
 Instances of one session share rows: an instance's context can hold the row that decides another instance
 (who spoke after an ITP decision row; an STP row with its `target`). Shown together in one prompt, the
-model reads the other's answer. Each task declares its `AnswerSite`: which row holds the answer (the row
-the instance names in `row_key`, plus `row_offset`) and which fields of that row's record give it away.
-Everything else (the batcher, the audit of each request, the release audit) derives from these
-declarations; nothing here names a task.
+model reads the other's answer. Each task declares its `AnswerSite` in the task registry
+(pipeline/tasks/registry.py): which row holds the answer (the row the instance names in `row_key`, plus
+`row_offset`) and which fields of that row's record give it away. Everything else (the batcher, the audit of
+each request, the release audit) derives from these declarations; nothing here names a task.
 
 What an instance shows: every row record under `prior_context` / `current_turn`, and the instance itself
 as the record of its own row when it carries `row_index` (ER/VP show the current row's fields at the top
@@ -30,18 +30,9 @@ class AnswerSite:
     revealing_fields: tuple[str, ...]  # fields of the answer row's record that show the answer
     own_row_reveals: tuple[str, ...] = ()  # fields of its own row that an instance's presence tells
 
-
-# Context rows never carry the label fields (pipeline/tasks/context.py, "context row fields"), so only ITP
-# and STP answers can be shown by another instance: ITP's is who speaks at the next row, STP's the row's
-# target (its gold is the first support strategy's target, which the row target mostly equals).
-ANSWER_SITES: dict[str, AnswerSite] = {
-    "er": AnswerSite("row_index", 0, ("internal_emotion",)),
-    "vp": AnswerSite("row_index", 0, ("viewpoints_attitudes",)),
-    "rpp": AnswerSite("row_index", 0, ("relation_cycle_state", "relation_pattern")),
-    "itp": AnswerSite("decision_after_row", 1, ("primary_speaker",), own_row_reveals=("primary_speaker",)),
-    "stp": AnswerSite("row_index", 0, ("target",)),
-    "ssp": AnswerSite("row_index", 0, ("support_strategy",)),
-}
+    def describe(self) -> str:
+        row = self.row_key + (f" + {self.row_offset}" if self.row_offset else "")
+        return f"{row} ({' / '.join(self.revealing_fields)})"
 
 
 @dataclass(frozen=True)
@@ -80,8 +71,7 @@ def shown_rows(record: dict[str, Any]) -> Iterator[tuple[int, Iterable[str]]]:
                 yield index, row.keys()
 
 
-def exposure(task: str, record: dict[str, Any], id_key: str = "id") -> Exposure:
-    site = ANSWER_SITES[task]
+def exposure(site: AnswerSite, record: dict[str, Any], id_key: str = "id") -> Exposure:
     shown: dict[int, set[str]] = {}
     for index, fields in shown_rows(record):
         shown.setdefault(index, set()).update(fields)
@@ -92,19 +82,19 @@ def exposure(task: str, record: dict[str, Any], id_key: str = "id") -> Exposure:
     return Exposure(str(record.get(id_key)), answer, {k: frozenset(v) for k, v in shown.items()})
 
 
-def shows(task: str, seer: Exposure, owner: Exposure) -> bool:
+def shows(site: AnswerSite, seer: Exposure, owner: Exposure) -> bool:
     fields = seer.shown.get(owner.answer_row) if owner.answer_row is not None else None
-    return bool(fields and fields & set(ANSWER_SITES[task].revealing_fields))
+    return bool(fields and fields & set(site.revealing_fields))
 
 
-def leaks_among(task: str, exposures: Iterable[Exposure]) -> list[Leak]:
+def leaks_among(site: AnswerSite, exposures: Iterable[Exposure]) -> list[Leak]:
     """Every (seer, owner) of instances of ONE sample shown together, self-leaks included, sorted."""
     listed = list(exposures)
     owners: dict[int, list[Exposure]] = {}
     for item in listed:
         if item.answer_row is not None:
             owners.setdefault(item.answer_row, []).append(item)
-    revealing = set(ANSWER_SITES[task].revealing_fields)
+    revealing = set(site.revealing_fields)
     found = [Leak(seer.id, owner.id, row) for seer in listed for row, fields in seer.shown.items()
              if row in owners and fields & revealing for owner in owners[row]]
     return sorted(found)

@@ -9,14 +9,9 @@ from dataclasses import dataclass
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.schema import AnnotationSchema
 from pipeline.tasks.context import SessionView, session_view
-from pipeline.tasks.er import build_er
 from pipeline.tasks.instances import TASKS, TaskInstance, TaskName
-from pipeline.tasks.itp import build_itp
-from pipeline.tasks.rpp import build_rpp
+from pipeline.tasks.registry import TASK_SPECS
 from pipeline.tasks.settings import TaskSettings
-from pipeline.tasks.ssp import build_ssp
-from pipeline.tasks.stp import build_stp
-from pipeline.tasks.vp import build_vp
 
 
 @dataclass(frozen=True)
@@ -37,15 +32,13 @@ class TaskBuild:
 def build_session(view: SessionView, settings: TaskSettings
                   ) -> tuple[dict[TaskName, tuple[list[TaskInstance], Counter]], Counter]:
     """Every task's instances and drop reasons for one session, and how many RPP labels each field gave."""
-    rpp, rpp_dropped, source = build_rpp(view, settings.rpp)
-    return {
-        "er": build_er(view, settings.er),
-        "vp": build_vp(view, settings.vp),
-        "rpp": (rpp, rpp_dropped),
-        "itp": build_itp(view, settings.itp, settings.ids),
-        "stp": build_stp(view, settings.stp),
-        "ssp": build_ssp(view, settings.ssp),
-    }, source
+    built: dict[TaskName, tuple[list[TaskInstance], Counter]] = {}
+    sources: Counter = Counter()
+    for name, task in TASK_SPECS.items():
+        instances, dropped, supplied = task.build(view, settings)
+        built[name] = (instances, dropped)
+        sources.update(supplied)
+    return built, sources
 
 
 def build_tasks(sessions: Sequence[BenchmarkSession], settings: TaskSettings, schema: AnnotationSchema) -> TaskBuild:

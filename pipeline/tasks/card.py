@@ -10,28 +10,11 @@ from typing import Any
 import yaml
 
 from pipeline.tasks.card_sections import annotation_section, citation_section, prediction_section, sensitive_section
-from pipeline.tasks.instances import TASK_TITLES, TASKS
-from pipeline.tasks.modes import AUDIO_FIELDS, MODES, VIDEO_MODE, VISUAL_FIELDS, supported_modes
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.modes import AUDIO_FIELDS, MODES, VIDEO_MODE, VISUAL_FIELDS
+from pipeline.tasks.registry import TASK_SPECS
 from pipeline.tasks.release_card import CardSettings
 from pipeline.tasks.stats import instances_markdown, table3_markdown
-
-GOLD_FIELDS = {
-    "er": "`gold.internal_emotion` (text), `gold.intensity` (0-10)",
-    "vp": "`gold.viewpoints` (list of source, target, viewpoint, attitude)",
-    "rpp": "`gold.relation_label` (one of `candidate_relation_labels`)",
-    "itp": "`gold.should_speak` (`yes` / `no`)",
-    "stp": "`gold.target_label` (one of `candidate_target_labels`)",
-    "ssp": "`gold.strategy_label` (one of `candidate_strategy_labels`)",
-}
-METRICS = {
-    "er": "intensity score max(1, 5 - abs(pred - gold)); MiniLM cosine similarity of the emotion text",
-    "vp": "MiniLM similarity of each gold viewpoint to its best prediction; source-target recall",
-    "rpp": "accuracy (= recall@1), recall@2/3, MRR, macro-F1 of the top label",
-    "itp": "precision, recall, F1 of `yes`; accuracy; balanced accuracy",
-    "stp": "recall@1/2/3, MRR over the top 3",
-    "ssp": "recall@1/2/3, MRR over the top 3",
-}
-
 
 MODE_SHOWS = {
     "dialogue": "the dialogue text, no cue fields",
@@ -47,7 +30,7 @@ def media_section(media: dict[str, Any] | None) -> str:
     if media is None:
         return ""
     rows = "\n".join(f"| `{mode}` | {MODE_SHOWS[mode]} | "
-                     f"{', '.join(t.upper() for t in TASKS if mode in supported_modes(t))} |" for mode in MODES)
+                     f"{', '.join(t.upper() for t in TASKS if mode in TASK_SPECS[t].modes)} |" for mode in MODES)
     return f"""## Input modes and media
 
 A model sees each task in one of five input modes (the paper's; `rescue run-model --mode`). The task files
@@ -98,8 +81,8 @@ def dataset_card(version: str, stats: dict[str, Any], manifest_core: dict[str, A
     header = yaml.safe_dump(front_matter(version, license), sort_keys=False, allow_unicode=True, width=1000)
     settings = manifest_core["task_settings"]
     task_rows = "\n".join(
-        f"| `{t}` | {TASK_TITLES[t]} | `tasks/{t}.jsonl` | `gold/{t}.jsonl`: {GOLD_FIELDS[t]} | {METRICS[t]} |"
-        for t in TASKS)
+        f"| `{t.name}` | {t.title} | `tasks/{t.name}.jsonl` | `gold/{t.name}.jsonl`: {t.gold_fields} | "
+        f"{t.scoring.described} |" for t in TASK_SPECS.values())
     provenance = manifest_core["provenance"]
     models = ("\n".join(f"- Model ({m['role']}): {m['name']} {m['version']}" for m in provenance["models"])
               or "- Models: (none recorded)")

@@ -6,27 +6,16 @@ from __future__ import annotations
 
 import json
 
-from pipeline.tasks.instances import TASKS
-from pipeline.tasks.predictions import PREDICTION_FIELDS
+from pipeline.tasks.registry import TASK_SPECS
 from pipeline.tasks.release_card import AgreementSummary, CardSettings, FieldAgreement
 
 PAPER = "RESCUE-BENCH (arXiv 2609.09657)"
-PREDICTION_EXAMPLES = {
-    "er": {"predicted_internal_emotion": "feels dismissed and anxious about being left alone",
-           "predicted_intensity_score": 7},
-    "vp": {"predicted_viewpoints": [{"source": "Maya", "target": "Daniel",
-                                     "viewpoint": "he cares more about work than about her"}]},
-    "rpp": {"relation_top3": ["pursue_withdraw", "attack_attack", "repair_softening"]},
-    "itp": {"should_speak": "yes"},
-    "stp": {"target_top3": ["Daniel", "Couple", "Maya"]},
-    "ssp": {"strategy_top3": ["reframe", "track", "repair"]},
-}
 
 
 def prediction_section() -> str:
-    rows = "\n".join(f"| `{t}` | {PREDICTION_FIELDS[t]} | "
-                     f"`{json.dumps({'id': f'{t}-...', **PREDICTION_EXAMPLES[t]}, ensure_ascii=False)}` |"
-                     for t in TASKS)
+    rows = "\n".join(f"| `{t}` | {task.prediction.described} | "
+                     f"`{json.dumps({'id': f'{t}-...', **task.prediction.example}, ensure_ascii=False)}` |"
+                     for t, task in TASK_SPECS.items())
     return f"""## Prediction format
 
 A prediction file is JSON Lines: one object per instance of `tasks/<task>.jsonl`, with that instance's `id`

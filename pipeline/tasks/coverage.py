@@ -4,9 +4,8 @@ silently drops out of a task is always named)."""
 
 from __future__ import annotations
 
-from pipeline.relation_label import relation_label
 from pipeline.tasks.build import TaskBuild
-from pipeline.tasks.rpp import rpp_rows
+from pipeline.tasks.registry import TASK_SPECS
 from pipeline.tasks.settings import TaskSettings
 
 
@@ -25,22 +24,14 @@ def label_field_totals(sources: dict[str, dict[str, int]]) -> dict[str, tuple[in
     return dict(sorted(totals.items()))
 
 
-def _why_no_rpp(build: TaskBuild, sample: str, settings: TaskSettings) -> str:
-    view = next(v for v in build.views if v.sample_id == sample)
-    fields = settings.rpp.label_fields
-    labelled = [row for row in rpp_rows(view, settings.rpp) if relation_label(row, fields)[0]]
-    if not labelled:
-        return f" (no RPP row has a label in {' or '.join(fields)})"
-    used = sorted({relation_label(row, fields)[1] for row in labelled})
-    return f" ({len(labelled)} RPP row(s) labelled from {', '.join(used)}: no label in the scenario's set)"
-
-
 def coverage_warnings(build: TaskBuild, settings: TaskSettings) -> tuple[str, ...]:
-    """One line per sample and task that yields no instance, with why for RPP."""
+    """One line per sample and task that yields no instance, with why where the task can tell (RPP)."""
     notes = []
+    views = {view.sample_id: view for view in build.views}
     for task, samples in build.without_instances.items():
+        explain = TASK_SPECS[task].why_none
         for sample in samples:
-            why = _why_no_rpp(build, sample, settings) if task == "rpp" else ""
+            why = explain(views[sample], settings) if explain else ""
             notes.append(f"{sample}: no {task.upper()} instance{why}")
     return tuple(sorted(notes))
 

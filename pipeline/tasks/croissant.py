@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from pipeline.tasks.instances import TASK_TITLES, TASKS
-from pipeline.tasks.predictions import PREDICTION_FIELDS
+from pipeline.tasks.instances import TASKS
+from pipeline.tasks.registry import TASK_SPECS
 from pipeline.tasks.release_card import CardSettings
 
 FILE_NAME = "croissant.json"
@@ -56,7 +56,7 @@ def _record_set(path: str, columns: list[tuple[str, str]]) -> dict[str, Any]:
     name = record_set_name(path)
     task = name.removesuffix("_gold")
     what = ("the gold sessions in the released row format" if task == "benchmark" else
-            f"{task.upper()} ({TASK_TITLES[task]}): " + ("answers (`gold`) and how each instance was made (`meta`)"
+            f"{task.upper()} ({TASK_SPECS[task].title}): " + ("answers (`gold`) and how each instance was made (`meta`)"
                                                        if name.endswith("_gold") else "what a model sees"))
     fields = [{"@type": "cr:Field", "@id": f"{name}/{column}", "name": column, "dataType": SCALAR_TYPES[dtype],
                "source": {"fileObject": {"@id": path}, "extract": {"column": column}}}
@@ -119,7 +119,7 @@ def croissant_bytes(version: str, license: str, core: dict[str, Any], files: dic
     parquet = sorted(path for path in files if path.endswith(".parquet"))
     order = {name: n for n, name in enumerate([*TASKS, *(f"{t}_gold" for t in TASKS), "benchmark"])}
     parquet.sort(key=lambda path: order.get(record_set_name(path), len(order)))
-    tasks = "; ".join(f"{t.upper()}: {PREDICTION_FIELDS[t]}" for t in TASKS)
+    tasks = "; ".join(f"{t.upper()}: {task.prediction.described}" for t, task in TASK_SPECS.items())
     document: dict[str, Any] = {
         "@context": CONTEXT,
         "@type": "sc:Dataset",

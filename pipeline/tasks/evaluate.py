@@ -19,28 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import RescueError
+from pipeline.tasks.instance_scores import instance_scores
 from pipeline.tasks.instances import TASKS
 from pipeline.tasks.judge import JudgeOptions, JudgeResult, judge_instances
-from pipeline.tasks.metrics import binary_metrics, intensity_score, macro_f1, mean, rank_metrics
-from pipeline.tasks.predictions import check_predictions
 from pipeline.tasks.manifest import read_listed_jsonl, read_manifest
+from pipeline.tasks.metrics import mean
 from pipeline.tasks.modes import VIDEO_MODE, canonical_mode, in_mode
+from pipeline.tasks.predictions import check_predictions
+from pipeline.tasks.registry import task_spec
 from pipeline.tasks.stats import SCENARIOS
 
 SIMILARITY_NOTE = ("text similarity = cosine of all-MiniLM-L6-v2 sentence embeddings (offline); the paper used an "
                    "LLM judge (1-5) and BERTScore, which are not reproduced here")
 
-
-NO_TEXT_SCORER_NOTE = "not computed (--no-similarity and no judge model)"
-
-MACRO_F1_NOTE = ("macro-F1 averages top-1 F1 over the labels present in gold or predictions (scikit-learn's "
-                 "macro average), not over labels nobody used")
-
-
 def load_task_files(release: Path, task: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Model-facing and gold records of one task, after checking both files against MANIFEST.json."""
-    if task not in TASKS:
-        raise RescueError(f"unknown task {task!r}", f"use one of {', '.join(TASKS)}")
+    task_spec(task)  # an unknown task stops here, naming the known ones
     manifest = read_manifest(release)
     return (read_listed_jsonl(release, manifest, f"tasks/{task}.jsonl"),
             read_listed_jsonl(release, manifest, f"gold/{task}.jsonl"))
@@ -65,81 +59,14 @@ def _refuse_mostly_unknown(release: Path, task: str, predictions: Path, unknown:
                       f"{task.upper()} instances of {release}", hint)
 
 
-def _similarities(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, dict]) -> dict[str, float]:
-    from pipeline import text_similarity
-
-    if task == "er":
-        pairs = [(usable.get(i, {}).get("emotion", ""), gold[i]["gold"]["internal_emotion"]) for i in ids]
-        return dict(zip(ids, text_similarity.pairwise_similarity([p for p, _ in pairs], [g for _, g in pairs])))
-    texts = sorted({v["viewpoint"] for i in ids for v in gold[i]["gold"]["viewpoints"]}
-                   | {v["viewpoint"] for i in ids for v in usable.get(i, {}).get("viewpoints", [])})
-    vectors = dict(zip(texts, text_similarity.embed(texts))) if texts else {}
-    result = {}
-    for i in ids:
-        predicted = [vectors[v["viewpoint"]] for v in usable.get(i, {}).get("viewpoints", [])]
-        best = [float(text_similarity.cosine(vectors[g["viewpoint"]], predicted).max()) if predicted else 0.0
-                for g in gold[i]["gold"]["viewpoints"]]
-        result[i] = sum(best) / len(best) if best else 0.0
-    return result
-
-
-def _judge_means(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, dict],
-                 judged: JudgeResult) -> dict[str, Any]:
-    """Means of the judge's scores over the ids it scored (None when it scored none); unscored ids are counted."""
-    scored = [i for i in ids if i in judged.scores]
-    grades = [judged.scores[i] for i in scored]
-    out: dict[str, Any] = {"judge_scored": len(scored), "judge_unscored": len(ids) - len(scored)}
-
-    def avg(values: list[float]) -> float | None:
-        return mean(values) if values else None
-
-    if task == "er":
-        emotion = [g["emotion_score"] for g in grades]
-        intensity = [intensity_score(usable.get(i, {}).get("intensity"), gold[i]["gold"]["intensity"]) for i in scored]
-        out["emotion_score"] = avg(emotion)
-        out["er_score"] = avg([(e + n) / 2 for e, n in zip(emotion, intensity)])
-    else:
-        out["source_target_score"] = avg([g["source_target_score"] for g in grades])
-        out["viewpoint_score"] = avg([g["viewpoint_score"] for g in grades])
-        out["viewpoint_total_score"] = avg([g["source_target_score"] + g["viewpoint_score"] for g in grades])
-        out["viewpoint_judge_score"] = avg([g["overall_score"] for g in grades])
-    return out
-
-
 def _score(task: str, ids: list[str], usable: dict[str, dict], gold: dict[str, dict], inputs: dict[str, dict],
            similarity: dict[str, float] | None, judged: JudgeResult | None = None) -> dict[str, Any]:
-    scores: dict[str, Any] = {"instances": len(ids)}
-    if task == "itp":
-        scores.update(binary_metrics([gold[i]["gold"]["should_speak"] for i in ids],
-                                     [usable.get(i, {}).get("should_speak") for i in ids]))
-    elif task in {"rpp", "stp", "ssp"}:
-        key = {"rpp": "relation_label", "stp": "target_label", "ssp": "strategy_label"}[task]
-        ranks = [rank_metrics(gold[i]["gold"][key], usable.get(i, {}).get("ranking", [])) for i in ids]
-        for name in ("recall_at_1", "recall_at_2", "recall_at_3", "mrr"):
-            scores[name] = mean([r[name] for r in ranks])
-        if task == "rpp":
-            scores["accuracy"] = scores["recall_at_1"]
-            labels = list(dict.fromkeys(label for i in ids for label in inputs[i]["candidate_relation_labels"]))
-            top1 = [(usable.get(i, {}).get("ranking") or [None])[0] for i in ids]
-            scores.update(macro_f1([gold[i]["gold"][key] for i in ids], top1, labels))
-            scores["macro_f1_labels"] = len(scores["per_label"])
-    elif task == "er":
-        predicted = [usable.get(i, {}).get("intensity") for i in ids]
-        golds = [gold[i]["gold"]["intensity"] for i in ids]
-        scores["intensity_score"] = mean([intensity_score(p, g) for p, g in zip(predicted, golds)])
-        scores["intensity_exact"] = mean([float(p == g) for p, g in zip(predicted, golds)])
-    else:
-        recalls = []
-        for i in ids:
-            wanted = {(v["source"], v["target"]) for v in gold[i]["gold"]["viewpoints"]}
-            found = {(v["source"], v["target"]) for v in usable.get(i, {}).get("viewpoints", [])}
-            recalls.append(len(wanted & found) / len(wanted))
-        scores["source_target_recall"] = mean(recalls)
-    if similarity is not None:
-        name = "emotion_similarity" if task == "er" else "viewpoint_similarity"
-        scores[name] = mean([similarity[i] for i in ids])
-    if judged is not None:
-        scores.update(_judge_means(task, ids, usable, gold, judged))
+    scoring = task_spec(task).scoring
+    scores: dict[str, Any] = {"instances": len(ids), **scoring.score(ids, usable, gold, inputs)}
+    if similarity is not None and scoring.text is not None:
+        scores[scoring.text.similarity_metric] = mean([similarity[i] for i in ids])
+    if judged is not None and scoring.text is not None:
+        scores.update(scoring.text.judged(ids, usable, gold, judged))
     return scores
 
 
@@ -166,13 +93,15 @@ def _text_scorer(judge: JudgeOptions | None, text_similarity: bool) -> str:
 
 def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bool = True,
              judge: JudgeOptions | None = None, mode: str | None = None,
-             unanswered: list[dict[str, Any]] | None = None, limit: int | None = None) -> dict[str, Any]:
+             unanswered: list[dict[str, Any]] | None = None, limit: int | None = None,
+             per_instance: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Scores per scenario and overall, plus a precise account of every problem in the predictions.
 
     `mode`: the input mode of a model run; in the video mode only instances that take part in it are scored.
     `limit`: a run made with `--limit N` answered the task file's first N instances: only those are scored.
     `unanswered`: {"id", "reason"} of instances a run got no usable answer for (they count as missing;
-    the predictions file may then be empty). `judge`: grade ER/VP text with an LLM judge."""
+    the predictions file may then be empty). `judge`: grade ER/VP text with an LLM judge. `per_instance`: a list
+    to fill with each scored instance's answer, gold and scores (pipeline/tasks/instance_scores.py)."""
     inputs_list, gold_list = load_task_files(release, task)
     inputs = {r["id"]: r for r in inputs_list}
     gold = {r["id"]: r for r in gold_list}
@@ -182,18 +111,22 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
     if limit:
         covered = {r["id"] for r in inputs_list[:limit]}
         ids = [i for i in ids if i in covered]
-    check = check_predictions(task, predictions, inputs, allow_empty=unanswered is not None)
+    spec = task_spec(task)
+    check = check_predictions(spec.prediction.parse, predictions, inputs, allow_empty=unanswered is not None)
     _refuse_mostly_unknown(release, task, predictions, check.unknown_ids, check.lines)
     scored = set(ids)
     check.missing_ids = [i for i in check.missing_ids if i in scored]
     left_unanswered = _apply_unanswered(unanswered, check.usable, ids) if unanswered is not None else None
-    similarity = _similarities(task, ids, check.usable, gold) if task in {"er", "vp"} and text_similarity else None
-    judged = judge_instances(task, ids, check.usable, gold, inputs, judge) if judge and task in {"er", "vp"} else None
+    text, rubric = spec.scoring.text, spec.scoring.judge
+    similarity = text.similarities(ids, check.usable, gold) if text and text_similarity else None
+    judged = judge_instances(rubric, ids, check.usable, gold, inputs, judge) if judge and rubric else None
     scopes: dict[str, Any] = {"overall": _score(task, ids, check.usable, gold, inputs, similarity, judged)}
     for scenario in SCENARIOS:
         chosen = [i for i in ids if gold[i]["scenario"] == scenario]
         if chosen:
             scopes[scenario] = _score(task, chosen, check.usable, gold, inputs, similarity, judged)
+    if per_instance is not None:
+        per_instance += instance_scores(task, ids, check.usable, gold, similarity, judged)
     report: dict[str, Any] = {"task": task, "release": str(release), "predictions": str(predictions),
                               "scores": scopes, "problems": check.summary(),
                               "scoring": "missing, repeated and unusable predictions count as wrong"}
@@ -211,9 +144,8 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
                                 "(the task file's first ones); not comparable with a run over the whole task")
     if left_unanswered is not None:
         report["unanswered"] = left_unanswered
-    if task == "rpp":
-        report["macro_f1"] = MACRO_F1_NOTE
-    if task in {"er", "vp"}:
+    report.update(spec.scoring.notes)
+    if text is not None:
         report["text_scorer"] = _text_scorer(judge, text_similarity)
         report["text_similarity"] = SIMILARITY_NOTE if text_similarity else "not computed (--no-similarity)"
         if text_similarity:
@@ -223,17 +155,6 @@ def evaluate(release: Path, task: str, predictions: Path, *, text_similarity: bo
         if judged is not None and judge is not None:
             report["judge"] = judged.describe(judge.settings)
     return report
-
-
-HEADLINE = {
-    "itp": ("precision", "recall", "f1", "accuracy", "balanced_accuracy"),
-    "rpp": ("accuracy", "recall_at_2", "recall_at_3", "mrr", "macro_f1"),
-    "stp": ("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
-    "ssp": ("recall_at_1", "recall_at_2", "recall_at_3", "mrr"),
-    "er": ("er_score", "emotion_score", "intensity_score", "intensity_exact", "emotion_similarity", "judge_unscored"),
-    "vp": ("viewpoint_total_score", "viewpoint_judge_score", "source_target_recall", "viewpoint_similarity",
-           "judge_unscored"),
-}
 
 
 SHORT = {"precision": "P(yes)", "recall": "R(yes)", "f1": "F1(yes)", "accuracy": "acc", "balanced_accuracy": "bal.acc",
@@ -253,7 +174,7 @@ def cell(value: Any) -> str:
 
 def score_table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Header (short metric names) and rows, one per scope, of the headline metrics for a terminal table."""
-    columns = [c for c in HEADLINE[report["task"]] if c in report["scores"]["overall"]]
+    columns = [c for c in task_spec(report["task"]).scoring.headline if c in report["scores"]["overall"]]
     header = ["scope", "n", *(SHORT[c] for c in columns)]
     rows = [[scope, str(values["instances"]), *(cell(values[c]) for c in columns)]
             for scope, values in report["scores"].items()]

@@ -12,15 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 TaskName = Literal["er", "vp", "rpp", "itp", "stp", "ssp"]
-TASKS: tuple[TaskName, ...] = ("er", "vp", "rpp", "itp", "stp", "ssp")
-TASK_TITLES = {
-    "er": "Emotion Recognition",
-    "vp": "Viewpoint Prediction",
-    "rpp": "Relation Pattern Prediction",
-    "itp": "Intervention Time Prediction",
-    "stp": "Support Target Prediction",
-    "ssp": "Support Strategy Prediction",
-}
+TASKS: tuple[TaskName, ...] = ("er", "vp", "rpp", "itp", "stp", "ssp")  # each declared in pipeline/tasks/registry.py
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.llm.client import ChatClient, ChatRunStats, NotSent
-from pipeline.tasks.judge_prompt import JUDGE_PROMPT_VERSION, SCORE_FIELDS, VERDICTS, checkpoint, sample_request
+from pipeline.tasks.judge_prompt import JUDGE_PROMPT_VERSION, VERDICTS, JudgeRubric, checkpoint, sample_request
 from pipeline.tasks.judge_settings import SECTION, JudgeSettings
 
-FLOOR = {"er": {"emotion_score": 1}, "vp": {"source_target_score": 0, "viewpoint_score": 0, "overall_score": 1}}
 SHOWN_CHARS = 200  # of an unreadable answer, kept in the report
 
 
@@ -48,13 +47,8 @@ class JudgeResult:
                 "floor_without_answer": len(self.by_rule), "unscored": self.unscored}
 
 
-def _has_answer(task: str, usable: dict[str, Any] | None) -> bool:
-    if not usable:
-        return False
-    return bool(usable.get("emotion")) if task == "er" else bool(usable.get("viewpoints"))
-
-
-def _read_graded(task: str, content: str, asked: list[str]) -> tuple[dict[str, dict[str, int]], list[dict[str, str]]]:
+def _read_graded(judge: JudgeRubric, content: str,
+                 asked: list[str]) -> tuple[dict[str, dict[str, int]], list[dict[str, str]]]:
     """The scores of the asked checkpoints an answer gives, and a problem for each one it does not."""
     try:
         answer = json.loads(content)
@@ -72,35 +66,35 @@ def _read_graded(task: str, content: str, asked: list[str]) -> tuple[dict[str, d
         if cid not in asked or cid in found:
             continue  # an id nobody asked about (or graded twice): the asked one is judged on its first grade
         wrong = [f"{name} {item.get(name)!r} is not one of {list(values)}"
-                 for name, values in SCORE_FIELDS[task].items()
+                 for name, values in judge.score_fields.items()
                  if isinstance(item.get(name), bool) or item.get(name) not in values]
-        if task == "er" and item.get("verdict") not in VERDICTS:
+        if judge.verdict and item.get("verdict") not in VERDICTS:
             wrong.append(f"verdict {item.get('verdict')!r} is not one of {list(VERDICTS)}")
         if wrong:
             problems.append({"id": cid, "problem": "the judge's grade is unusable: " + "; ".join(wrong)})
             found[cid] = {}
             continue
-        found[cid] = {name: int(item[name]) for name in SCORE_FIELDS[task]}
+        found[cid] = {name: int(item[name]) for name in judge.score_fields}
     problems += [{"id": i, "problem": "the judge's answer leaves this checkpoint out"} for i in asked if i not in found]
     return {i: s for i, s in found.items() if s}, problems
 
 
-def judge_instances(task: str, ids: list[str], usable: Mapping[str, dict[str, Any]], gold: Mapping[str, dict],
+def judge_instances(judge: JudgeRubric, ids: list[str], usable: Mapping[str, dict[str, Any]], gold: Mapping[str, dict],
                     inputs: Mapping[str, dict], options: JudgeOptions) -> JudgeResult:
-    """Grades of every id in `ids` (ER or VP), batched per sample in instance order."""
+    """Grades of every id in `ids` by the task's `judge` (ER or VP), batched per sample in instance order."""
     result = JudgeResult()
     by_sample: dict[str, list[str]] = {}
     for i in ids:
-        if _has_answer(task, usable.get(i)):
+        if judge.has_answer(usable.get(i)):
             by_sample.setdefault(gold[i]["sample_id"], []).append(i)
         else:
-            result.scores[i] = dict(FLOOR[task])
+            result.scores[i] = dict(judge.floor)
             result.by_rule.add(i)
     if not by_sample:
         return result
     client = ChatClient(options.settings, options.cache_folder, section=SECTION, environ=options.environ)
     samples = list(by_sample)
-    requests = [sample_request(task, s, [checkpoint(task, inputs[i], gold[i], usable[i]) for i in by_sample[s]])
+    requests = [sample_request(judge, s, [checkpoint(judge, inputs[i], gold[i], usable[i]) for i in by_sample[s]])
                 for s in samples]
     outcomes, result.stats = client.complete_all(requests)
     for sample, outcome in zip(samples, outcomes):
@@ -111,7 +105,7 @@ def judge_instances(task: str, ids: list[str], usable: Mapping[str, dict[str, An
         if outcome.problem:
             result.unscored += [{"id": i, "problem": f"not judged: {outcome.problem}"} for i in asked]
             continue
-        scores, problems = _read_graded(task, outcome.content, asked)
+        scores, problems = _read_graded(judge, outcome.content, asked)
         result.scores.update(scores)
         result.unscored += problems
     return result

@@ -24,24 +24,14 @@ from pipeline.errors import describe_validation
 from pipeline.layout import RUN_RECORD, RUN_SCORES
 from pipeline.tasks.instances import TASKS, TaskName
 from pipeline.tasks.modes import MODES
+from pipeline.tasks.registry import TASK_SPECS
 
 SCOPES = ("overall", "couple", "family")
-METRICS: dict[str, tuple[tuple[str, str], ...]] = {  # task -> (metric key in scores.json, column name)
-    "er": (("er_score", "S_ER"), ("emotion_score", "S_emo"), ("intensity_score", "S_int"),
-           ("emotion_similarity", "text sim.")),
-    "vp": (("viewpoint_judge_score", "judge 1-5"), ("viewpoint_total_score", "judge 0-6"),
-           ("source_target_recall", "src-tgt R"), ("viewpoint_similarity", "text sim.")),
-    "rpp": (("accuracy", "acc"), ("macro_f1", "macro-F1")),
-    "itp": (("precision", "P"), ("recall", "R"), ("f1", "F1")),
-    "stp": (("recall_at_1", "R@1"), ("mrr", "MRR")),
-    "ssp": (("recall_at_1", "R@1"), ("mrr", "MRR")),
-}
 FIXED = ("run", "model", "mode", "release", "scorer")
 COUNT = ("instances", "n")  # every scope's first column: the instances scored
 # A run made with `--batching paper` (answers visible in batch-mates' contexts) has PAPER_MARK after its mode and
 # a warning; an ITP/STP run made before requests were audited (scores.json `batching: unaudited`) a warning.
 PAPER_MARK = " [paper batching]"
-LEAKY_UNAUDITED = ("itp", "stp")  # tasks whose answers the old per-sample batches showed
 
 
 @dataclass(frozen=True)
@@ -88,7 +78,7 @@ class ScoresFile(_ScoresPart):
         if "overall" not in self.scores:
             raise ValueError("scores has no 'overall' scope")
         for scope in SCOPES:
-            for key, _ in (COUNT, *METRICS[self.task]):
+            for key, _ in (COUNT, *TASK_SPECS[self.task].board):
                 value = self.scores.get(scope, {}).get(key)
                 number = isinstance(value, (int, float)) and not isinstance(value, bool)
                 if value is not None and not (number and math.isfinite(value)):
@@ -119,7 +109,7 @@ def _release(scores: dict[str, Any]) -> str:
 
 
 def _scorer(scores: dict[str, Any]) -> str:
-    return str(scores.get("text_scorer", "")) if scores["task"] in {"er", "vp"} else ""
+    return str(scores.get("text_scorer", "")) if TASK_SPECS[scores["task"]].scoring.text else ""
 
 
 def _sort_key(scores: dict[str, Any]) -> tuple[Any, ...]:
@@ -130,7 +120,7 @@ def _sort_key(scores: dict[str, Any]) -> tuple[Any, ...]:
 
 def _table(task: str, runs: list[dict[str, Any]]) -> BoardTable:
     scopes = [s for s in SCOPES if any(s in r["scores"] for r in runs)]
-    columns = [(scope, key, name) for scope in scopes for key, name in (COUNT, *METRICS[task])
+    columns = [(scope, key, name) for scope in scopes for key, name in (COUNT, *TASK_SPECS[task].board)
                if any(r["scores"].get(scope, {}).get(key) is not None for r in runs)]
     rows = []
     for r in sorted(runs, key=_sort_key):
@@ -148,7 +138,7 @@ def _batching_warnings(task: str, runs: list[dict[str, Any]]) -> list[str]:
         warnings.append(f"{task.upper()}: {', '.join(paper)} used --batching paper (mode marked "
                         f"{PAPER_MARK.strip()}): the model could see instances' answers in batch-mates' contexts; "
                         "not comparable with leak-free runs")
-    if old and task in LEAKY_UNAUDITED:
+    if old and TASK_SPECS[task].old_batches_leaked:
         warnings.append(f"{task.upper()}: {', '.join(old)} made before requests were audited (per-sample batches "
                         "that showed answers): re-run them with `rescue run-model` to compare")
     return warnings
@@ -190,7 +180,7 @@ def cell(value: Any) -> str:
 def scope_view(table: BoardTable, scope: str) -> tuple[list[str], list[list[str]]]:
     """One scope's columns of a task table, for a narrow terminal: model, mode, release, [scorer], n, metrics, run."""
     wanted = [n for n, (s, _) in enumerate(table.columns) if s == scope]
-    keep = [1, 2, 3] + ([4] if table.task in {"er", "vp"} else [])
+    keep = [1, 2, 3] + ([4] if TASK_SPECS[table.task].scoring.text else [])
     header = [FIXED[k] for k in keep] + [table.columns[n][1] for n in wanted] + ["run"]
     rows = [[cell(row[k]) for k in keep] + [cell(row[len(FIXED) + n]) for n in wanted] + [cell(row[0])]
             for row in table.rows]

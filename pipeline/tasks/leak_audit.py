@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.records import Record
-from pipeline.tasks.answer_sites import ANSWER_SITES, exposure, leaks_among
+from pipeline.tasks.answer_sites import exposure, leaks_among
 from pipeline.tasks.instances import TASKS
 from pipeline.tasks.manifest import read_listed_jsonl, read_manifest
+from pipeline.tasks.registry import task_spec
 
 EXAMPLES = 5  # leaks named per task in the report
 
@@ -45,19 +46,14 @@ class LeakAudit(Record):
         return sum(len(t.own_answer_shown) for t in self.tasks)
 
 
-def describe_site(task: str) -> str:
-    site = ANSWER_SITES[task]
-    row = site.row_key + (f" + {site.row_offset}" if site.row_offset else "")
-    return f"{row} ({' / '.join(site.revealing_fields)})"
-
-
 def task_leaks(task: str, records: list[dict[str, Any]], batch_size: int) -> TaskLeaks:
+    site = task_spec(task).answer_site
     by_sample: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_sample.setdefault(str(record.get("sample_id")), []).append(record)
     pairs, exposed, in_batches, own, samples, examples = 0, set(), set(), [], 0, []
     for group in by_sample.values():
-        found = leaks_among(task, [exposure(task, r) for r in group])
+        found = leaks_among(site, [exposure(site, r) for r in group])
         cross = [leak for leak in found if leak.seer != leak.owner]
         own += [leak.owner for leak in found if leak.seer == leak.owner]
         pairs += len(cross)
@@ -66,9 +62,9 @@ def task_leaks(task: str, records: list[dict[str, Any]], batch_size: int) -> Tas
         examples += [f"{leak.seer} shows {leak.owner}'s answer (row {leak.row})" for leak in cross]
         for start in range(0, len(group), batch_size):
             batch = group[start:start + batch_size]
-            in_batches |= {leak.owner for leak in leaks_among(task, [exposure(task, r) for r in batch])
+            in_batches |= {leak.owner for leak in leaks_among(site, [exposure(site, r) for r in batch])
                            if leak.seer != leak.owner}
-    return TaskLeaks(task=task, instances=len(records), samples=len(by_sample), answer_row=describe_site(task),
+    return TaskLeaks(task=task, instances=len(records), samples=len(by_sample), answer_row=site.describe(),
                      pairs=pairs, exposed_if_batched_per_sample=len(exposed), exposed_in_paper_batches=len(in_batches),
                      samples_with_leaks=samples, examples=tuple(examples[:EXAMPLES]),
                      own_answer_shown=tuple(sorted(set(own))))

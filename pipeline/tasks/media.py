@@ -21,7 +21,8 @@ from typing import Any
 
 from pipeline.errors import RescueError
 from pipeline.store import sha256_file
-from pipeline.tasks.modes import ATTACHMENTS, VIDEO_TASKS
+from pipeline.tasks.modes import ATTACHMENTS, VIDEO_MODE
+from pipeline.tasks.registry import task_spec
 
 MEDIA_FOLDER = "media"
 # errors of os.link that mean "this file system or this pair of folders cannot share an inode": copy instead
@@ -80,13 +81,14 @@ class MediaRecords:
 
     def record(self, task: str, record: dict[str, Any]) -> dict[str, Any]:
         """The record with its clips: context rows first, then (ER/VP) the current row, which is the instance."""
-        if task not in VIDEO_TASKS:
+        spec = task_spec(task)
+        if VIDEO_MODE not in spec.modes:
             return record
         sample_id = record["sample_id"]
         context = [self._row(sample_id, row, n) for n, row in enumerate(record.get("prior_context", []), start=1)]
         attachments = [row["clip_path"] for row in context]
         out = {key: value for key, value in record.items() if key != "prior_context"}
-        if task != "ssp":  # SSP predicts the therapist's next move: its own row's clip would show the answer
+        if spec.own_clip:  # SSP predicts the therapist's next move: its own row's clip would show the answer
             path, clip = self._clip(sample_id, record["row_index"])
             attachments.append(path)
             out.update(clip_path=path, clip_duration_sec=clip.duration_sec,

@@ -22,7 +22,6 @@ from pipeline.errors import RescueError
 MODES = ("dialogue", "audio", "visual", "audiovisual", "turn_video_audio")
 ALIASES = {"text": "dialogue", "frames": "turn_video_audio", "speaker_frames_audio": "turn_video_audio"}
 VIDEO_MODE = "turn_video_audio"
-VIDEO_TASKS = ("er", "vp", "ssp")  # ITP, RPP and STP take the four text modes only
 AUDIO_FIELDS = ("tone_of_voice",)
 VISUAL_FIELDS = ("body_posture", "facial_expressions", "self_directed_behavior", "interaction_behavior")
 MEDIA_FIELDS = ("clip_path", "clip_duration_sec", "video_attachment_index")  # on a row record
@@ -44,24 +43,6 @@ def canonical_mode(name: str) -> str:
         raise RescueError(f"unknown input mode {name!r}",
                           f"use one of {', '.join(MODES)} (aliases: {', '.join(f'{a}={m}' for a, m in ALIASES.items())})")
     return mode
-
-
-def supported_modes(task: str) -> tuple[str, ...]:
-    return MODES if task in VIDEO_TASKS else tuple(m for m in MODES if m != VIDEO_MODE)
-
-
-def check_mode(task: str, name: str) -> str:
-    """The canonical mode, or a clear error naming the modes this task supports."""
-    mode = canonical_mode(name)
-    if mode not in supported_modes(task):
-        raise RescueError(f"task {task} does not take input mode {mode!r}",
-                          f"use one of {', '.join(supported_modes(task))}")
-    return mode
-
-
-def hidden_fields(mode: str) -> tuple[str, ...]:
-    """The cue fields removed from every row record in this mode (media fields aside)."""
-    return _HIDDEN[canonical_mode(mode)]
 
 
 def video_attachments(record: dict[str, Any]) -> list[str]:

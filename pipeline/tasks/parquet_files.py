@@ -180,7 +180,8 @@ def _arrow_table(jsonl: bytes) -> Any:
     `ArrowInvalid` naming the column whose records disagree on a JSON type."""
     import pyarrow.json as pj
 
-    options = pj.ReadOptions(use_threads=True, block_size=max(len(jsonl) + 1, 1 << 20))
+    # One thread: the text is one block anyway, and the release writer already converts beside the main thread
+    options = pj.ReadOptions(use_threads=False, block_size=max(len(jsonl) + 1, 1 << 20))
     return pj.read_json(io.BytesIO(jsonl), read_options=options)
 
 

@@ -1,11 +1,15 @@
 """Reading a predictions file (JSONL, one object per instance with its `id`) and checking it against
 the release: every unreadable line, unknown id, repeated id, invalid value and missing instance is
-reported by line and id. Nothing is skipped silently: missing and repeated instances score as wrong."""
+reported by line and id. Nothing is skipped silently: missing and repeated instances score as wrong.
+
+Each kind of answer has two readings: `parse_*` is the evaluator's (what it scores, with every problem named),
+`normalise_*` is a model run's (the fields it writes to predictions.jsonl, or why there are none). The task
+registry (pipeline/tasks/registry.py) names which pair each task uses."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,19 +19,6 @@ from pipeline.tasks.context import clean, parse_intensity
 
 YES = {"yes", "y", "true", "1", "speak", "should_speak"}
 NO = {"no", "n", "false", "0", "listen", "keep_listening", "do_not_speak"}
-RANKING_FIELD = {"rpp": "relation_top3", "stp": "target_top3", "ssp": "strategy_top3"}
-CANDIDATES_FIELD = {"rpp": "candidate_relation_labels", "stp": "candidate_target_labels",
-                    "ssp": "candidate_strategy_labels"}
-PREDICTION_FIELDS = {
-    "er": "predicted_internal_emotion (text) and predicted_intensity_score (0-10)",
-    "vp": "predicted_viewpoints (list of {source, target, viewpoint})",
-    "rpp": "relation_top3 (up to 3 labels from candidate_relation_labels, best first)",
-    "itp": "should_speak (\"yes\" or \"no\")",
-    "stp": "target_top3 (up to 3 labels from candidate_target_labels, best first)",
-    "ssp": "strategy_top3 (up to 3 labels from candidate_strategy_labels, best first)",
-}
-
-
 @dataclass
 class PredictionCheck:
     """What was usable and what was wrong with a predictions file (ids and line numbers, 1-based)."""
@@ -68,22 +59,26 @@ def normalise_should_speak(value: Any) -> str | None:
     return "yes" if text in YES else "no" if text in NO else None
 
 
-def parse_prediction(task: str, record: dict[str, Any], instance: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The usable part of one prediction and the problems found (empty if all was fine)."""
-    problems: list[str] = []
-    if task == "itp":
-        answer = normalise_should_speak(record.get("should_speak"))
-        if answer is None:
-            problems.append(f"should_speak {record.get('should_speak')!r} is not yes or no")
-        return {"should_speak": answer}, problems
-    if task in RANKING_FIELD:
-        name, allowed = RANKING_FIELD[task], instance[CANDIDATES_FIELD[task]]
+Parsed = tuple[dict[str, Any], list[str]]  # the usable part of one prediction, the problems found
+Normalised = tuple[dict[str, Any] | None, str]  # a run's prediction fields, or None and why there are none
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A ranking task's answer: up to three labels in `answer`, each from the instance's `candidates` list."""
+
+    answer: str
+    candidates: str
+
+    def parse(self, record: dict[str, Any], instance: dict[str, Any]) -> Parsed:
+        name, allowed = self.answer, instance[self.candidates]
         values = record.get(name)
         if isinstance(values, str):
             values = [values]
         if not isinstance(values, list) or not values:
             return {"ranking": []}, [f"{name} must be a non-empty list of labels"]
         # An invalid or repeated label keeps its rank as a miss: dropping it would move later labels up.
+        problems: list[str] = []
         ranking: list[str | None] = []
         for value in values[:3]:
             label = clean(value)
@@ -96,18 +91,60 @@ def parse_prediction(task: str, record: dict[str, Any], instance: dict[str, Any]
             else:
                 ranking.append(label)
         return {"ranking": ranking}, problems
-    if task == "er":
-        text = record.get("predicted_internal_emotion")
-        if not isinstance(text, str) or not text.strip():
-            problems.append("predicted_internal_emotion must be a non-empty text")
-        score = record.get("predicted_intensity_score")
-        # JSON true/false would pass as 1/0 (a bool is an int in Python): a yes/no is not an intensity.
-        intensity = None if isinstance(score, bool) else parse_intensity(score)
-        if isinstance(score, bool):
-            problems.append(f"predicted_intensity_score {json.dumps(score)} is a boolean, not a number 0-10")
-        elif intensity is None:
-            problems.append(f"predicted_intensity_score {score!r} is not 0-10")
-        return {"emotion": text.strip() if isinstance(text, str) else "", "intensity": intensity}, problems
+
+    def normalise(self, item: dict[str, Any], record: dict[str, Any]) -> Normalised:
+        name, allowed = self.answer, record[self.candidates]
+        values = item.get(name)
+        if isinstance(values, str):
+            values = [values]
+        if not isinstance(values, list):
+            return None, f"{name} is not a list of labels"
+        kept = list(dict.fromkeys(label for label in map(clean, values) if label in allowed))[:3]
+        if not kept:
+            return None, f"{name} {values!r} holds no label from {self.candidates}"
+        return {name: kept}, ""
+
+
+def parse_should_speak(record: dict[str, Any], instance: dict[str, Any]) -> Parsed:
+    answer = normalise_should_speak(record.get("should_speak"))
+    problems = [] if answer is not None else [f"should_speak {record.get('should_speak')!r} is not yes or no"]
+    return {"should_speak": answer}, problems
+
+
+def normalise_should_speak_answer(item: dict[str, Any], record: dict[str, Any]) -> Normalised:
+    answer = normalise_should_speak(item.get("should_speak"))
+    if not answer:
+        return None, f"should_speak {item.get('should_speak')!r} is not yes or no"
+    return {"should_speak": answer}, ""
+
+
+def parse_emotion(record: dict[str, Any], instance: dict[str, Any]) -> Parsed:
+    problems: list[str] = []
+    text = record.get("predicted_internal_emotion")
+    if not isinstance(text, str) or not text.strip():
+        problems.append("predicted_internal_emotion must be a non-empty text")
+    score = record.get("predicted_intensity_score")
+    # JSON true/false would pass as 1/0 (a bool is an int in Python): a yes/no is not an intensity.
+    intensity = None if isinstance(score, bool) else parse_intensity(score)
+    if isinstance(score, bool):
+        problems.append(f"predicted_intensity_score {json.dumps(score)} is a boolean, not a number 0-10")
+    elif intensity is None:
+        problems.append(f"predicted_intensity_score {score!r} is not 0-10")
+    return {"emotion": text.strip() if isinstance(text, str) else "", "intensity": intensity}, problems
+
+
+def normalise_emotion(item: dict[str, Any], record: dict[str, Any]) -> Normalised:
+    text, score = item.get("predicted_internal_emotion"), item.get("predicted_intensity_score")
+    intensity = None if isinstance(score, bool) else parse_intensity(score)
+    if not isinstance(text, str) or not text.strip():
+        return None, "predicted_internal_emotion is empty"
+    if intensity is None:
+        return None, f"predicted_intensity_score {score!r} is not 0-10"
+    return {"predicted_internal_emotion": text.strip(), "predicted_intensity_score": intensity}, ""
+
+
+def parse_viewpoints(record: dict[str, Any], instance: dict[str, Any]) -> Parsed:
+    problems: list[str] = []
     views = record.get("predicted_viewpoints")
     if isinstance(views, dict):
         views = [views]
@@ -123,6 +160,20 @@ def parse_prediction(task: str, record: dict[str, Any], instance: dict[str, Any]
     return {"viewpoints": usable}, problems
 
 
+def normalise_viewpoints(item: dict[str, Any], record: dict[str, Any]) -> Normalised:
+    views = item.get("predicted_viewpoints")
+    if isinstance(views, dict):
+        views = [views]
+    if not isinstance(views, list):
+        return None, "predicted_viewpoints is not a list"
+    usable = [{"source": clean(v.get("source")) or record["speaker"], "target": clean(v.get("target")),
+               "viewpoint": clean(v.get("viewpoint"))}
+              for v in views if isinstance(v, dict) and clean(v.get("target")) and clean(v.get("viewpoint"))]
+    if views and not usable:
+        return None, "no viewpoint has both a target and a viewpoint"
+    return {"predicted_viewpoints": usable}, ""
+
+
 def _refuse_one_json_document(path: Path, lines: list[str]) -> None:
     """A JSON array (or one pretty-printed object) is a common slip for JSONL: say so instead of scoring zeros."""
     try:
@@ -136,10 +187,11 @@ def _refuse_one_json_document(path: Path, lines: list[str]) -> None:
                           "write one JSON object per instance on its own line (JSON Lines), each with its `id`")
 
 
-def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]], *,
-                      allow_empty: bool = False) -> PredictionCheck:
-    """`instances`: id -> model-facing record of the release's task file, in file order. `allow_empty`: a
-    model run whose every instance went unanswered writes an empty file; that is not a slip."""
+def check_predictions(parse: Callable[[dict[str, Any], dict[str, Any]], Parsed], path: Path,
+                      instances: dict[str, dict[str, Any]], *, allow_empty: bool = False) -> PredictionCheck:
+    """`parse`: the task's own reading of one prediction (pipeline/tasks/registry.py). `instances`: id ->
+    model-facing record of the release's task file, in file order. `allow_empty`: a model run whose every
+    instance went unanswered writes an empty file; that is not a slip."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError as exc:
@@ -172,7 +224,7 @@ def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]
             check.duplicate_ids.append({"line": number, "id": pid, "first_line": first_line[pid]})
             continue
         first_line[pid] = number
-        usable, problems = parse_prediction(task, record, instances[pid])
+        usable, problems = parse(record, instances[pid])
         if problems:
             check.invalid.append({"line": number, "id": pid, "problems": problems})
         check.usable[pid] = usable
@@ -181,7 +233,3 @@ def check_predictions(task: str, path: Path, instances: dict[str, dict[str, Any]
         check.usable.pop(pid, None)
     check.missing_ids = [pid for pid in instances if pid not in first_line]
     return check
-
-
-def ids_in_order(records: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {record["id"]: record for record in records}

@@ -25,11 +25,12 @@ from typing import Any
 
 from pipeline.errors import RescueError
 from pipeline.tasks.modes import ATTACHMENTS, MEDIA_FIELDS
+from pipeline.tasks.registry import TASK_SPECS
 
-PUBLISHED_TASKS = ("er", "vp")
+# the tasks the paper published a file of, and per task its gold keys -> the release's (pipeline/tasks/registry.py)
+GOLD_KEYS = {name: task.published_gold for name, task in TASK_SPECS.items() if task.published_gold is not None}
+PUBLISHED_TASKS = tuple(GOLD_KEYS)
 CLIP_KEYS = ("clip_path", "clip_duration_sec")
-GOLD_KEYS = {"er": {"gold_internal_emotion": "internal_emotion", "gold_intensity_score": "intensity"},
-             "vp": {"gold_viewpoints": "viewpoints"}}
 CURRENT_ROW = ("row_index", "timestamp", "speaker", "participants", "target", "dialogue", "background_dialogue",
                "tone_of_voice", "body_posture", "facial_expressions", "self_directed_behavior", "interaction_behavior")
 CONTEXT_ROW = ("row_index", "timestamp", "primary_speaker", "target", "dialogue_cleaned", "background_dialogue",

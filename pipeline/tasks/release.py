@@ -21,7 +21,9 @@ import re
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +42,12 @@ from pipeline.tasks.coverage import coverage_warnings, label_sources
 from pipeline.tasks.croissant import FILE_NAME as CROISSANT_FILE
 from pipeline.tasks.croissant import croissant_bytes
 from pipeline.tasks.gold_input import GoldProblem, check_sessions, raise_for_errors
-from pipeline.tasks.instances import TASK_TITLES, TASKS
+from pipeline.tasks.instances import TASKS
 from pipeline.tasks.jsonio import context_lines, dumps, pretty_bytes
 from pipeline.tasks.manifest import MANIFEST, MANIFEST_HASH, file_entry, manifest_bytes
 from pipeline.tasks.media import MEDIA_FOLDER, ClipIndex, MediaRecords, pack_clips
-from pipeline.tasks.modes import VIDEO_TASKS
 from pipeline.tasks.parquet_files import parquet_bytes, parquet_columns, polars_version, pyarrow_version
+from pipeline.tasks.registry import TASK_SPECS, VIDEO_TASKS
 from pipeline.tasks.release_card import CardSettings, check_public
 from pipeline.tasks.settings import DEFAULT_TASK_SETTINGS, TaskSettings, schema_path
 from pipeline.tasks.stats import (
@@ -64,9 +66,6 @@ FORMAT = "rescue-release-1"
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DEFAULT_LICENSE = "other"   # the rebuilt data carries the source videos' licence, which the project does not own
 LICENSE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-DISTRIBUTION_AXES = {"er": "gold intensity", "vp": "gold viewpoints per instance", "rpp": "relation label",
-                     "itp": "should the therapist speak next?", "stp": "kind of support target",
-                     "ssp": "support strategy"}
 
 
 class ModelVersion(Record):
@@ -120,17 +119,28 @@ class ReleaseSummary(Record):
 
 class ReleaseWriter:
     """Writes release files under a folder, hashing and counting rows (a JSONL file is held whole once: its Parquet
-    twin is read from its text)."""
+    twin is read from its text). A JSONL file is written, hashed and given its Parquet twin in a background thread,
+    one file at a time, while the main thread builds the next file's text: hashing, writing, Arrow and polars run
+    outside Python's lock, so that work leaves the critical path where a core is free. Call `close()` when done
+    (it waits for the last file)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.entries: dict[str, dict[str, Any]] = {}
         self.json_columns: dict[str, list[str]] = {}
         self.columns: dict[str, list[tuple[str, str]]] = {}  # per Parquet file: (column, polars type name)
+        self._converter = ThreadPoolExecutor(1, thread_name_prefix="release-writer")
+        self._pending: Future | None = None  # the JSONL file and Parquet twin being written
 
     def jsonl_and_parquet(self, path: str, lines: Iterable[str], records: Sequence[dict[str, Any]]) -> None:
         """`path`.jsonl and its Parquet twin, the Parquet file read from the same JSONL text."""
         text = "".join(lines).encode("utf-8")
+        self._finish_pending()  # one file in flight: memory holds at most two files' text
+        self._pending = self._converter.submit(self._pair, path, text, records)
+
+    def _pair(self, path: str, text: bytes, records: Sequence[dict[str, Any]]) -> None:
+        """In the background thread: the JSONL file, then its twin. Only this thread writes files meanwhile: the
+        main thread writes others only after `close()`."""
         self.bytes(path, text)
         self.parquet(path.removesuffix(".jsonl") + ".parquet", records, text)
 
@@ -151,6 +161,19 @@ class ReleaseWriter:
         if json_columns:
             self.json_columns[path] = json_columns
 
+    def _finish_pending(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # its error (a full disk, a record Parquet cannot hold) is raised here
+
+    def close(self) -> None:
+        """Wait for the file still being written; stop the background thread."""
+        try:
+            self._finish_pending()
+        finally:
+            self._pending = None
+            self._converter.shutdown(wait=True, cancel_futures=True)
+
     def manifest_files(self) -> list[dict[str, Any]]:
         return [self.entries[path] for path in sorted(self.entries)]
 
@@ -160,7 +183,7 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
     """Every data file of the release (all but README.md, MANIFEST.json and the clips); returns the statistics.
     With `media`, the video tasks' records carry their clips (and `media.needed` lists them)."""
     stats = statistics(build)
-    with figures.rendering(figure_jobs(stats)) as rendered:  # drawn in another process meanwhile
+    with figures.rendering(figure_jobs(stats)) as rendered, _closing(writer):  # figures drawn in another process
         ordered = sorted(sessions, key=lambda s: s.sample_id)
         benchmark = [s.model_dump(mode="json", exclude_unset=True) for s in ordered]
         writer.jsonl_and_parquet("benchmark.jsonl", (dumps(record) + "\n" for record in benchmark), benchmark)
@@ -171,6 +194,7 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
             gold = [i.gold_record() for i in build.instances[task]]
             writer.jsonl_and_parquet(f"tasks/{task}.jsonl", context_lines(facing), facing)
             writer.jsonl_and_parquet(f"gold/{task}.jsonl", (dumps(record) + "\n" for record in gold), gold)
+        writer.close()  # the last data file is written before any other
         writer.bytes("stats/table3.md", table3_markdown(stats["table3"]).encode())
         writer.bytes("stats/table3.csv", table3_csv(stats["table3"]).encode())
         writer.bytes("stats/instances.md", instances_markdown(stats["instances"]).encode())
@@ -179,6 +203,19 @@ def write_files(writer: ReleaseWriter, build: TaskBuild, sessions: Sequence[Benc
         for path, data in rendered().items():
             writer.bytes(path, data)
     return stats
+
+
+@contextmanager
+def _closing(writer: ReleaseWriter) -> Iterator[None]:
+    """The writer's background thread stops however the block ends (a failure leaves no thread running); the
+    block's own error is the one raised."""
+    try:
+        yield
+    except BaseException:
+        with suppress(Exception):
+            writer.close()
+        raise
+    writer.close()
 
 
 def figure_jobs(stats: dict[str, Any]) -> list[tuple[str, str, tuple]]:
@@ -190,8 +227,8 @@ def figure_jobs(stats: dict[str, Any]) -> list[tuple[str, str, tuple]]:
                      (t["labels"], t["row_normalised"], t["counts"], title)))
     for task in TASKS:
         jobs.append((f"figures/labels_{task}.png", "distribution",
-                     (f"{task.upper()} ({TASK_TITLES[task]}): gold labels", stats["label_distributions"][task],
-                      DISTRIBUTION_AXES[task])))
+                     (f"{task.upper()} ({TASK_SPECS[task].title}): gold labels", stats["label_distributions"][task],
+                      TASK_SPECS[task].distribution.axis)))
     return jobs
 
 

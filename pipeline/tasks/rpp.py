@@ -27,6 +27,16 @@ def rpp_rows(view: SessionView, settings: RPPSettings) -> list[BenchmarkRow]:
     return [row for row in view.rows if settings.rows == "any" or view.is_therapist(row)]
 
 
+def why_no_rpp(view: SessionView, settings: RPPSettings) -> str:
+    """Why a sample yields no RPP instance, for the freeze's coverage warnings."""
+    fields = settings.label_fields
+    labelled = [row for row in rpp_rows(view, settings) if relation_label(row, fields)[0]]
+    if not labelled:
+        return f" (no RPP row has a label in {' or '.join(fields)})"
+    used = sorted({relation_label(row, fields)[1] for row in labelled})
+    return f" ({len(labelled)} RPP row(s) labelled from {', '.join(used)}: no label in the scenario's set)"
+
+
 def build_rpp(view: SessionView, settings: RPPSettings) -> tuple[list[TaskInstance], Counter, Counter]:
     """Instances, drop reasons, and per label field how many of the sample's instances it supplied."""
     dropped: Counter = Counter()

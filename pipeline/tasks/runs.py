@@ -2,9 +2,9 @@
 
 The folder holds predictions.jsonl, unanswered.jsonl ({"id", "reason"} per instance without a usable
 answer) and run.json (task, mode, model, release {version, manifest_sha256, path}, ...). `score_run`
-scores it against the release it was run on and writes scores.json atomically next to them: scores.json
-is derived, so re-scoring replaces it and nothing else in the folder is touched. run.json keys other than
-the task are optional here: what is missing is reported, not guessed.
+scores it against the release it was run on and writes scores.json and sample_scores.jsonl (per instance)
+atomically next to them: both are derived, so re-scoring replaces them and nothing else in the folder is
+touched. run.json keys other than the task are optional here: what is missing is reported, not guessed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.errors import RescueError
-from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SCORES, RUN_UNANSWERED
+from pipeline.layout import RUN_PREDICTIONS, RUN_RECORD, RUN_SAMPLE_SCORES, RUN_SCORES, RUN_UNANSWERED
 from pipeline.store import write_text_atomic
 from pipeline.tasks.evaluate import evaluate
 from pipeline.tasks.judge import JudgeOptions
@@ -146,17 +146,21 @@ def batching_of(record: dict[str, Any]) -> dict[str, Any]:
 
 def score_run(run: ModelRun, release: Path, *, task: str | None = None, text_similarity: bool = True,
               judge: JudgeOptions | None = None) -> dict[str, Any]:
-    """Score the run against `release` and write scores.json into its folder (atomically); returns what it wrote."""
+    """Score the run against `release` and write scores.json into its folder (atomically), with each instance's
+    answer, gold and scores in sample_scores.jsonl (read by `rescue show-run`); returns what scores.json holds."""
     task = _task(run, task)
     info, release_check = _check_release(run, release)
     mode = run.record.get("mode") if isinstance(run.record.get("mode"), str) else None
+    per_instance: list[dict[str, Any]] = []
     report = evaluate(release, task, run.folder / RUN_PREDICTIONS, text_similarity=text_similarity, judge=judge,
-                      mode=mode, unanswered=run.unanswered, limit=_limit(run))
+                      mode=mode, unanswered=run.unanswered, limit=_limit(run), per_instance=per_instance)
     report["unanswered"]["unreadable_lines"] = run.unreadable
     model = run.record.get("model")
     scores = {"format": SCORES_FORMAT, "run_id": run.folder.name, "task": task, "mode": mode or "unknown",
               "model": model if isinstance(model, str) and model else "unknown", "release": info,
               "release_check": release_check, **batching_of(run.record),
               **{k: v for k, v in report.items() if k not in {"task", "release", "mode"}}}
+    write_text_atomic(run.folder / RUN_SAMPLE_SCORES, "".join(json.dumps(item, ensure_ascii=False, allow_nan=False)
+                                                              + "\n" for item in per_instance))
     write_text_atomic(run.folder / RUN_SCORES, json.dumps(scores, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return scores

@@ -13,6 +13,7 @@ from pipeline.tasks.build import TaskBuild
 from pipeline.tasks.context import SessionView, clean
 from pipeline.tasks.instances import TASKS, TaskInstance
 from pipeline.tasks.jsonio import fixed
+from pipeline.tasks.registry import TASK_SPECS
 
 SCENARIOS = ("couple", "family")
 TABLE3_ROWS = (
@@ -69,34 +70,10 @@ def instance_counts(build: TaskBuild) -> dict[str, dict[str, int]]:
     return counts
 
 
-def _distribution_key(instance: TaskInstance, group_labels: frozenset[str]) -> str:
-    task, gold = instance.task, instance.gold
-    if task == "er":
-        return str(gold["intensity"])
-    if task == "vp":
-        n = len(gold["viewpoints"])
-        return str(n) if n < 3 else "3+"
-    if task == "rpp":
-        return gold["relation_label"]
-    if task == "itp":
-        return gold["should_speak"]
-    if task == "stp":
-        label = gold["target_label"]
-        return "group label" if label in group_labels else ("subgroup" if "+" in label else "one person")
-    return gold["strategy_label"]
-
-
 def label_orders(schema: AnnotationSchema) -> dict[str, dict[str, list[str]]]:
     """The category order of each task's distribution, per scenario (label sets from the schema)."""
-    orders: dict[str, dict[str, list[str]]] = {}
-    for scenario in SCENARIOS:
-        for task, order in {
-            "er": [str(i) for i in range(11)], "vp": ["1", "2", "3+"],
-            "rpp": list(schema.labels("relation_pattern", scenario)), "itp": ["yes", "no"],
-            "stp": ["one person", "subgroup", "group label"], "ssp": list(schema.labels("support_strategy", scenario)),
-        }.items():
-            orders.setdefault(task, {})[scenario] = order
-    return orders
+    return {name: {scenario: task.distribution.order(schema, scenario) for scenario in SCENARIOS}
+            for name, task in TASK_SPECS.items()}
 
 
 def label_distributions(build: TaskBuild) -> dict[str, dict[str, dict[str, int]]]:
@@ -106,11 +83,12 @@ def label_distributions(build: TaskBuild) -> dict[str, dict[str, dict[str, int]]
     result: dict[str, dict[str, dict[str, int]]] = {}
     for task in TASKS:
         result[task] = {}
+        distribution = TASK_SPECS[task].distribution
         for scenario in SCENARIOS:
-            counts = Counter(_distribution_key(i, group_labels)
+            counts = Counter(distribution.category(i.gold, group_labels)
                              for i in build.instances[task] if i.scenario == scenario)
             order = orders[task][scenario]
-            keys = [k for k in order if k in counts or task != "stp"] + sorted(set(counts) - set(order))
+            keys = [k for k in order if k in counts or distribution.keep_empty] + sorted(set(counts) - set(order))
             result[task][scenario] = {k: counts.get(k, 0) for k in keys}
     return result
 
@@ -174,13 +152,11 @@ def table3_csv(table: dict[str, dict[str, Cell]]) -> str:
 
 
 def instances_markdown(counts: dict[str, dict[str, int]]) -> str:
-    from pipeline.tasks.instances import TASK_TITLES
-
     lines = ["| Task | Couple inst. | Family inst. | All | Samples C / F |", "|---|---:|---:|---:|---:|"]
     for task in TASKS:
         c = counts[task]
-        lines.append(f"| {task.upper()} ({TASK_TITLES[task]}) | {c['couple']:,} | {c['family']:,} | {c['all']:,} | "
-                     f"{c['couple_samples']} / {c['family_samples']} |")
+        lines.append(f"| {task.upper()} ({TASK_SPECS[task].title}) | {c['couple']:,} | {c['family']:,} | "
+                     f"{c['all']:,} | {c['couple_samples']} / {c['family_samples']} |")
     return "\n".join(lines) + "\n"
 
 
