@@ -248,7 +248,7 @@ def _record_output_times(project: Project, stage: Stage, session_id: str) -> Non
 
 def orphans(ctx: Context, stage: Stage) -> list[str]:
     """Sessions with stored state that the catalog no longer lists (their outputs are kept)."""
-    base = ctx.project.build / "state" / stage.name
+    base = layout.state_dir(ctx.project, stage.name)
     if not base.exists():
         return []
     listed = {entry.session_id for entry in ctx.catalog}
