@@ -61,10 +61,11 @@ State = Literal["done", "stale", "failed", "pending", "blocked"]
 done: up to date; stale: it would run (the reason says what changed); failed: its last run failed;
 pending: it never ran; blocked: what it needs is not there yet (the reason names it)."""
 
-Outcome = Literal["ran", "up to date", "not needed", "skipped", "blocked"]
+Outcome = Literal["ran", "up to date", "not needed", "skipped", "waiting"]
 """What a build *did* with a step: ran it; found it up to date; did not need it (nothing it reads can have
 changed: the server's database is unchanged, or no stored sample session is in the catalog); skipped it
-(a setting turns it off); or could not run it yet (blocked: the same word as the state, e.g. no gold yet)."""
+(a setting turns it off); or could not run it yet (waiting: what it needs is not there, e.g. no gold yet;
+its state is then `blocked`)."""
 
 # What a named input is, in words, for the reasons `rescue status` and the build print.
 INPUT_WORDS = {

@@ -8,7 +8,7 @@ from pipeline.cli.console import line, styled
 from pipeline.engine.corpus_run import CorpusReport
 from pipeline.corpus.context import StepOutcome
 
-COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "blocked": "yellow", "skipped": "yellow"}
+COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "waiting": "yellow", "skipped": "yellow"}
 
 
 def print_outcome(console: Console, outcome: StepOutcome) -> None:

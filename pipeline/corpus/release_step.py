@@ -186,7 +186,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     plan = freeze_plan(ctx)
     if plan is None:
         out = layout.release_dir(ctx.project, ReleaseDefaults.of(ctx.settings).version)
-        ctx.record("freeze", "blocked", f"no session has complete gold yet: {_kept_release(ctx, out)}")
+        ctx.record("freeze", "waiting", f"no session has complete gold yet: {_kept_release(ctx, out)}")
         return None
     gold, given, release, out, clips = layout.gold_file(ctx.project), plan.given, plan.release, plan.out, plan.clips
     version, models, agreement = release.version, plan.models, plan.agreement
