@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import ConfigDict, ValidationError
 
 from pipeline import __version__
 from pipeline.records import Record
@@ -28,7 +30,8 @@ class Step:
     `partitioned_by="session"`: it runs once per catalog session, in a temp folder that replaces
     build/<area>/<session>/ on success, as `run(project, entry, settings, workdir, final) -> record`; the
     session fields below say what it reads and where it writes. Otherwise it runs once for the corpus as
-    `run(ctx)` (ctx: the build's `StepContext`) and fingerprints its own named `Inputs`.
+    `run(ctx)` (ctx: the build's `CorpusContext`), fingerprints its own named `Inputs`, records what it keeps
+    for the next run as its own `StepDetail`, and `check(ctx)` says whether it is up to date without running.
     """
 
     name: str
@@ -44,6 +47,8 @@ class Step:
     after_sessions: bool = False  # a corpus step that also waits for every last session step (the engine adds them)
     # a corpus step that reads the server: why its own inputs make the server worth opening (None: they do not)
     server_check: Callable[[Any], str | None] | None = None
+    # a corpus step: its state now and why, computed without running (`rescue status`); None: its last run's
+    check: Callable[[Any], tuple[State, str]] | None = None
     # -- partitioned by session only --
     area: str = ""  # outputs go to build/<area>/<session_id>/
     record_name: str = ""  # the session's record there; all of them form build/manifests/<name>.jsonl
@@ -66,6 +71,38 @@ Outcome = Literal["ran", "up to date", "not needed", "skipped", "waiting"]
 changed: the server's database is unchanged, or no stored sample session is in the catalog); skipped it
 (a setting turns it off); or could not run it yet (waiting: what it needs is not there, e.g. no gold yet;
 its state is then `blocked`)."""
+
+Check = Callable[[Any], tuple[State, str]]  # a corpus step's `check`: its state now and why, nothing run
+
+
+def last_run_state(run: StepRun | None) -> tuple[State, str]:
+    """A step that names no inputs of its own: its last run says it (never ran, failed, or done)."""
+    if run is None:
+        return "pending", "it never ran"
+    if run.status == "failed":
+        return "failed", run.error
+    return "done", ""
+
+
+D = TypeVar("D", bound="StepDetail")
+
+
+class StepDetail(Record):
+    """What one corpus step keeps for its next run (`StepRun.detail`), one typed record per step, declared
+    beside it. Keys a record of an earlier build holds that the step no longer keeps are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    @classmethod
+    def of(cls: type[D], run: StepRun | None) -> D | None:
+        """The detail `run` recorded; None without a run, or when the record is not this step's detail."""
+        if run is None:
+            return None
+        try:
+            return cls.model_validate(run.detail)
+        except ValidationError:
+            return None  # a damaged record: as if the step had kept nothing (it runs again)
+
 
 # What a named input is, in words, for the reasons `rescue status` and the build print.
 INPUT_WORDS = {

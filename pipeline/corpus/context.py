@@ -12,7 +12,7 @@ from pydantic import Field
 
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.push import schema_path
-from pipeline.step import Inputs, Outcome
+from pipeline.step import Inputs, Outcome, StepDetail
 from pipeline.corpus.labelstudio_steps import ProjectExport, ServerSession
 from pipeline.corpus.state import StepRun, file_sha, output_records, rows_digest, write_state
 from pipeline.project import Project
@@ -76,11 +76,13 @@ class CorpusContext:
         self.outcomes.append(outcome)
         self.on_step(outcome)
 
-    def done(self, step: str, fingerprint: str | Inputs, files: Iterable[Path] = (), **detail: object) -> None:
+    def done(self, step: str, fingerprint: str | Inputs, detail: StepDetail | None = None,
+             files: Iterable[Path] = ()) -> None:
         """Record a successful run: its fingerprint (with a digest per named input when given `Inputs`), what it
-        noted for the next run, and its output `files`."""
+        keeps for the next run (its typed `detail`), and its output `files`."""
         digests = fingerprint.digests() if isinstance(fingerprint, Inputs) else {}
         fp = fingerprint.fingerprint() if isinstance(fingerprint, Inputs) else fingerprint
-        write_state(self.project, StepRun(step=step, fingerprint=fp, status="done", detail=detail,  # type: ignore[arg-type]
-                                            input_digests=digests, outputs=output_records(self.project, files),
-                                            elapsed_s=self.elapsed()))
+        kept = detail.model_dump(mode="json") if detail is not None else {}
+        write_state(self.project, StepRun(step=step, fingerprint=fp, status="done", detail=kept,
+                                          input_digests=digests, outputs=output_records(self.project, files),
+                                          elapsed_s=self.elapsed()))

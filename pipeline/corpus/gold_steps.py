@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
+from pipeline.corpus.checks import over_snapshot, stored_sample
 from pipeline.corpus.context import CorpusContext
-from pipeline.step import LABEL_STUDIO, Inputs, Step
+from pipeline.step import LABEL_STUDIO, Inputs, Step, StepDetail
 from pipeline.corpus.state import damaged_outputs, file_sha, last_done, last_done_with
 from pipeline.store import read_jsonl
 
@@ -25,6 +26,19 @@ def _settings_json(ctx: CorpusContext) -> dict[str, object]:
 
 
 AGREEMENT = ("agreement",)  # the settings section of agree, adjudicate and gold (their declarations name it)
+
+
+class AgreeDetail(StepDetail):
+    snapshot: str = ""  # the annotation snapshot the report is of
+
+
+class AdjudicateDetail(StepDetail):
+    queue: int = 0  # fields in the adjudication queue
+
+
+class GoldDetail(StepDetail):
+    sessions: tuple[str, ...] = ()  # the sessions written as gold
+    benchmark_sha256: str = ""
 
 
 def agree_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
@@ -105,7 +119,7 @@ def agree_step(ctx: CorpusContext) -> Path:
         return html
     output = run_agree(ctx.project, ctx.agreement)
     report = output.report
-    ctx.done("agree", inputs, snapshot=snapshot.parent.name, files=_outputs(folder))
+    ctx.done("agree", inputs, AgreeDetail(snapshot=snapshot.parent.name), files=_outputs(folder))
     ctx.record("agree", "ran", f"{len(report.annotators)} annotator(s), {report.rows} row(s) of {report.sessions} "
                                f"session(s) -> {ctx.project.rel_or_abs(output.html)}",
                _damage_note(damaged) + [note.message for note in report.notes])
@@ -125,13 +139,14 @@ def adjudicate_step(ctx: CorpusContext) -> None:
     done = last_done_with(ctx.project, inputs)
     outputs = adjudicate_outputs(ctx)
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    kept = AdjudicateDetail.of(done)
     queue_file = outputs[0]
     items = None
-    if done is None or damaged:
+    if done is None or damaged or kept is None:
         _, items = run_adjudicate(ctx.project, ctx.agreement)
         count, fresh = len(items), True
     else:
-        count, fresh = int(done.detail.get("queue", 0)), False  # type: ignore[call-overload]
+        count, fresh = kept.queue, False
     changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0, apply_stored=apply_stored)
                       if server else (False, []))
     notes = _damage_note(damaged) + notes
@@ -147,7 +162,7 @@ def adjudicate_step(ctx: CorpusContext) -> None:
         if after - before:
             notes.append(f"{len(after - before)} of them newly queued after the adjudicators' answers (an adjudicated "
                          "speaker can make more fields apply to a row)")
-    ctx.done("adjudicate", inputs, queue=count, files=outputs)
+    ctx.done("adjudicate", inputs, AdjudicateDetail(queue=count), files=outputs)
     ctx.record("adjudicate", "ran" if fresh or changed else "up to date", message, notes)
 
 
@@ -172,8 +187,8 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
         status = "up to date"
     else:
         summary = run_gold(ctx.project, ctx.agreement)
-        ctx.done("gold", inputs, sessions=list(summary.sessions_written), benchmark_sha256=summary.benchmark_sha256,
-                 files=outputs)
+        ctx.done("gold", inputs, GoldDetail(sessions=summary.sessions_written,
+                                            benchmark_sha256=summary.benchmark_sha256), files=outputs)
         status = "ran"
     pending = pending_sessions(ctx, summary.sessions_written, summary.sessions_pending)
     ctx.gold_sessions, ctx.pending = summary.sessions_written, pending
@@ -209,15 +224,19 @@ def sample_adjudications_step(ctx: CorpusContext) -> None:
 ADJUDICATE = Step("adjudicate", adjudicate_step, after=("pull",), settings=AGREEMENT, sources="annotation_schemas/",
                   outputs=("build/adjudication/queue.jsonl", "build/adjudication/summary.json"),
                   summary="consensus; the queue of what it cannot settle, round trip through Label Studio",
-                  needs=(LABEL_STUDIO,), server_check=adjudicate_out_of_date)
+                  needs=(LABEL_STUDIO,), server_check=adjudicate_out_of_date,
+                  check=over_snapshot("adjudicate", adjudicate_inputs, adjudicate_outputs, server=True))
 SAMPLE_ADJUDICATIONS = Step(
     "sample-adjudications", sample_adjudications_step, after=("adjudicate",), settings=("build",),
     sources="pipeline/sample/annotations/", outputs=("Label Studio adjudications",),
-    summary="re-create the stored sample adjudications (inside adjudicate's round trip)", needs=(LABEL_STUDIO,))
+    summary="re-create the stored sample adjudications (inside adjudicate's round trip)", needs=(LABEL_STUDIO,),
+    check=stored_sample("sample-adjudications", "adjudication"))
 # version "2": the report's acceptance section compares the drafts with the gold, which adjudications settle too
 AGREE = Step("agree", agree_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT,
              sources="annotation_schemas/", outputs=("build/agreement/",), version="2",
-             summary="agreement report of the newest snapshot, with the drafts' acceptance against the settled gold")
+             summary="agreement report of the newest snapshot, with the drafts' acceptance against the settled gold",
+             check=over_snapshot("agree", agree_inputs, agree_outputs))
 GOLD = Step("gold", gold_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT, sources="",
             outputs=("build/gold/benchmark.jsonl", "build/gold/provenance.jsonl", "build/gold/summary.json"),
-            summary="gold rows per session; every session without gold is listed with the reason")
+            summary="gold rows per session; every session without gold is listed with the reason",
+            check=over_snapshot("gold", gold_inputs, gold_outputs))

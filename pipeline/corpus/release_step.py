@@ -32,11 +32,21 @@ from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.agreement_card import build_agreement
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.state import file_sha, last_done_with, read_state
-from pipeline.step import Inputs, State, Step, judge
+from pipeline.corpus.server_steps import PullDetail
+from pipeline.step import Inputs, State, Step, StepDetail, judge
 from pipeline.store import read_jsonl
 from pipeline.tasks.freeze_gold import GoldInput, ReleaseDefaults
 from pipeline.tasks.release import ModelVersion
 from pipeline.tasks.shrink import BUILD_SHRINK_FIX, ReleaseWouldShrink, release_contents
+
+
+class FreezeDetail(StepDetail):
+    """What freeze keeps: the release it made, of which sessions, and its MANIFEST.json's sha256 (the release on
+    disk is the one it made only while that matches)."""
+
+    release: str = ""
+    sessions: tuple[str, ...] = ()
+    manifest_sha256: str = ""
 
 
 def _packages(packages: dict[str, str], *names: str) -> str:
@@ -72,18 +82,18 @@ def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVers
     return tuple(ModelVersion(role=r, name=n, version=v) for r, n, v in sorted(found))
 
 
-def release_is_current(out: Path, done_detail: dict[str, object]) -> bool:
+def release_is_current(out: Path, done: FreezeDetail | None) -> bool:
     """The release folder is the one the last successful freeze made, intact."""
     from pipeline.tasks.verify import verify_release
 
-    recorded = done_detail.get("manifest_sha256")
+    recorded = done.manifest_sha256 if done is not None else ""
     return bool(recorded) and file_sha(out / "MANIFEST.json") == recorded and verify_release(out).ok
 
 
 def _snapshots(ctx: CorpusContext) -> list[str]:
     """The annotation snapshot (and adjudication answers) the gold now comes from, for the manifest."""
-    pull = read_state(ctx.project, "pull")
-    snapshots = [str(pull.detail.get("snapshot")) if pull else latest_annotations(ctx.project).parent.name]
+    pull = PullDetail.of(read_state(ctx.project, "pull"))
+    snapshots = [pull.snapshot if pull is not None and pull.snapshot else latest_annotations(ctx.project).parent.name]
     answers = adjudication_answers(ctx.project)
     if answers is not None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
@@ -172,7 +182,7 @@ def freeze_freshness(ctx: CorpusContext) -> tuple[State, str]:
         return "blocked", "no session has complete gold yet"
     run = read_state(ctx.project, "freeze")
     state, reason = judge(run, plan.inputs)
-    if state == "done" and run is not None and not (plan.out.is_dir() and release_is_current(plan.out, run.detail)):
+    if state == "done" and not (plan.out.is_dir() and release_is_current(plan.out, FreezeDetail.of(run))):
         return "stale", f"release {plan.out.name} is not the one the last freeze made (missing, edited or damaged)"
     return state, reason
 
@@ -192,7 +202,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     version, models, agreement = release.version, plan.models, plan.agreement
     sessions, warnings = given.sessions, given.warnings
     done = last_done_with(ctx.project, plan.inputs)
-    if done is not None and out.is_dir() and release_is_current(out, done.detail):
+    if done is not None and out.is_dir() and release_is_current(out, FreezeDetail.of(done)):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
         ctx.release = out
         return out
@@ -213,8 +223,9 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
         notes.append(f"allow_shrink: {summary.shrunk.describe()}")
     if summary.superseded:
         notes.append(f"the previous {version} was kept as {ctx.project.rel(Path(summary.superseded))}/")
-    ctx.done("freeze", plan.inputs, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions],
-             manifest_sha256=file_sha(out / "MANIFEST.json"))
+    ctx.done("freeze", plan.inputs, FreezeDetail(release=ctx.project.rel(out),
+                                                 sessions=tuple(s.sample_id for s in sessions),
+                                                 manifest_sha256=file_sha(out / "MANIFEST.json")))
     counts = ", ".join(f"{task.upper()} {c['all']}" for task, c in summary.instances.items())
     if clips is not None:
         counts += f"; {summary.media_note}"
@@ -230,4 +241,4 @@ FREEZE = Step("freeze", freeze_step, after=("gold",), settings=("build",), versi
                       "(build/transcripts/<session>/clips/)",
               outputs=("build/release/<version>/",),
               summary="six task files, media/ clips, manifest, card; a changed release supersedes the old one, never "
-                      "overwrites it")
+                      "overwrites it", check=freeze_freshness)

@@ -13,8 +13,17 @@ from pipeline.annotate import server as ls_server
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.labelstudio_steps import database_stamp, open_server, quiet_server
 from pipeline.corpus.state import read_state, write_state
-from pipeline.step import LABEL_STUDIO, Step
+from pipeline.step import LABEL_STUDIO, State, Step, StepDetail, last_run_state
 from pipeline.store import StepRun
+
+
+class ServerDetail(StepDetail):
+    """What the server step keeps: the embedded server's database stamp after the build stopped it (None: it
+    was not stopped here), where it was, and whether this build stopped it."""
+
+    stamp: list[tuple[str, int, int]] | None = None  # (file name, size, mtime_ns) of each SQLite file
+    url: str = ""
+    stopped: bool = False
 
 
 def server_changed(ctx: CorpusContext) -> str | None:
@@ -26,9 +35,18 @@ def server_changed(ctx: CorpusContext) -> str | None:
     last = read_state(ctx.project, "server")
     if last is None or last.status != "done":
         return "no earlier build finished its Label Studio steps"
-    if last.detail.get("stamp") != database_stamp(ls_server.ServerPaths.of(ctx.project)):
+    detail = ServerDetail.of(last)
+    if detail is None or detail.stamp != database_stamp(ls_server.ServerPaths.of(ctx.project)):
         return "Label Studio's database changed since the last build"
     return None
+
+
+def server_check(ctx: CorpusContext) -> tuple[State, str]:
+    """Its last run, and whether the server's content may have changed since."""
+    state, reason = last_run_state(read_state(ctx.project, "server"))
+    if state == "done" and (changed := server_changed(ctx)):
+        return "stale", f"Label Studio may have changed: {changed}"
+    return state, reason
 
 
 def server_step(ctx: CorpusContext) -> None:
@@ -51,7 +69,7 @@ def close_server(ctx: CorpusContext, *, record: bool = True) -> None:
     stopped = session.close()
     if record:
         stamp = database_stamp(session.paths) if stopped else None
-        ctx.done("server", "", stamp=stamp, url=session.connection.url, stopped=stopped)
+        ctx.done("server", "", ServerDetail(stamp=stamp, url=session.connection.url, stopped=stopped))
 
 
 SERVER = Step(
@@ -59,4 +77,4 @@ SERVER = Step(
     sources="LABEL_STUDIO_URL, or the embedded server's database",
     outputs=("build/state/corpus/server.json",),
     summary="open Label Studio only when something there can have changed (its database stamp is the input)",
-    needs=(LABEL_STUDIO,), after_sessions=True)
+    needs=(LABEL_STUDIO,), after_sessions=True, check=server_check)

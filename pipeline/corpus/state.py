@@ -12,12 +12,19 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from pipeline.catalog import load_catalog
-from pipeline.step import Inputs
+from pipeline.step import Inputs, StepDetail
 from pipeline.project import Project
 from pipeline import layout
 from pipeline.store import (OutputFile, StepRun, changed_outputs, output_file, sha256_file,
                             write_record_atomic)
 from pipeline.transcripts import rows_path
+
+
+class EarlierOutputs(StepDetail):
+    """The outputs as a build from before outputs were hashed in `StepRun.outputs` recorded them in its detail."""
+
+    outputs: dict[str, str] | None = None  # path -> sha256
+
 
 def state_path(project: Project, step: str) -> Path:
     return layout.state_file(project, step)
@@ -79,8 +86,9 @@ def damaged_outputs(project: Project, state: StepRun, paths: Iterable[Path]) -> 
         recorded = {output.path for output in state.outputs}
         return sorted((now ^ recorded) | set(changed_outputs(project.root, state.outputs)))
     now = outputs_digest(project, paths)
-    recorded = state.detail.get("outputs")
-    if not isinstance(recorded, dict) or set(recorded) != set(now):
+    earlier = EarlierOutputs.of(state)
+    recorded = earlier.outputs if earlier is not None else None
+    if recorded is None or set(recorded) != set(now):
         return sorted(now)
     return [path for path, sha in now.items() if not sha or recorded[path] != sha]
 

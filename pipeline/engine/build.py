@@ -1,6 +1,7 @@
 """`rescue build`: plan the graph, then one loop over it: a step partitioned by session runs for every session
 that is out of date through an executor, a corpus step runs once (for the sessions that are ready). One
-build lock for the whole run, taken once; the driver alone records state.
+build lock for the whole run, taken once by the writing command (this loop checks that it is held); the
+driver alone records state.
 
 A session that fails or waits holds back only what depends on it: the other sessions complete, and the
 corpus steps run for every session that has rows (the report says who waits for what)."""
@@ -20,7 +21,7 @@ from pipeline.engine.waiting import Waiting, waiting_sessions
 from pipeline.errors import RescueError
 from pipeline.executors.base import Executor
 from pipeline.executors.local import LocalExecutor
-from pipeline.lock import build_lock
+from pipeline.lock import require_lock
 from pipeline.project import Project
 from pipeline.engine.runner import Context, StageReport, run_session_step
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
@@ -92,47 +93,47 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
         steps = [name for name in steps if name not in FOR_ANNOTATION]
     session_ids = tuple(session_ids)
     hooks = hooks or QuietHooks()
-    with build_lock(project):
-        context = Context.load(project, overrides)
-        entries = context.select(session_ids)
-        if not entries:
-            raise RescueError("the catalog lists no sessions",
-                              "run `rescue sample` for the built-in sample, or `rescue add-session` for your videos")
-        report = BuildReport(steps=steps, sessions=len(entries))
-        owned = executor is None
-        executor = executor or LocalExecutor(jobs)
-        corpus: CorpusRun | None = None
-        try:
-            for name in steps:  # graph order: every session step comes before the corpus steps
-                step = STEPS[name]
-                if step.partitioned_by == "session":
-                    with hooks.stage(name) as callbacks:
-                        stage = run_session_step(context, step, entries, executor=executor, **callbacks._asdict())
-                    report.stages.append(stage)
-                    hooks.stage_done(stage)
-                    continue
-                if corpus is None:  # the first corpus step: the session steps are through
-                    if owned:  # a pool's workers (or Ray's) are not needed by the corpus steps
-                        executor.close()
-                        owned = False
-                    report.waiting = _waiting(context, entries)
-                    report.corpus_not_run = "--no-annotation" if not annotate else \
-                        "sessions were named" if session_ids else ""
-                    if report.corpus_not_run:
-                        break
-                    corpus = CorpusRun(project, [n for n in steps if STEPS[n].scope == "corpus"],
-                                       on_step=hooks.corpus_step, on_begin=hooks.corpus_begin, overrides=overrides)
-                    if corpus.ctx is None:  # nothing to annotate yet: the report says why
-                        break
-                corpus.run(name)
-        finally:
-            if owned:
-                executor.close()
-            if corpus is not None:
-                corpus.close()
-        if corpus is None and not report.corpus_not_run:
-            report.waiting = _waiting(context, entries)
-        report.corpus = corpus.report() if corpus is not None else None
+    require_lock(project)  # taken once, by the writing command
+    context = Context.load(project, overrides)
+    entries = context.select(session_ids)
+    if not entries:
+        raise RescueError("the catalog lists no sessions",
+                          "run `rescue sample` for the built-in sample, or `rescue add-session` for your videos")
+    report = BuildReport(steps=steps, sessions=len(entries))
+    owned = executor is None
+    executor = executor or LocalExecutor(jobs)
+    corpus: CorpusRun | None = None
+    try:
+        for name in steps:  # graph order: every session step comes before the corpus steps
+            step = STEPS[name]
+            if step.partitioned_by == "session":
+                with hooks.stage(name) as callbacks:
+                    stage = run_session_step(context, step, entries, executor=executor, **callbacks._asdict())
+                report.stages.append(stage)
+                hooks.stage_done(stage)
+                continue
+            if corpus is None:  # the first corpus step: the session steps are through
+                if owned:  # a pool's workers (or Ray's) are not needed by the corpus steps
+                    executor.close()
+                    owned = False
+                report.waiting = _waiting(context, entries)
+                report.corpus_not_run = "--no-annotation" if not annotate else \
+                    "sessions were named" if session_ids else ""
+                if report.corpus_not_run:
+                    break
+                corpus = CorpusRun(project, [n for n in steps if STEPS[n].scope == "corpus"],
+                                   on_step=hooks.corpus_step, on_begin=hooks.corpus_begin, overrides=overrides)
+                if corpus.ctx is None:  # nothing to annotate yet: the report says why
+                    break
+            corpus.run(name)
+    finally:
+        if owned:
+            executor.close()
+        if corpus is not None:
+            corpus.close()
+    if corpus is None and not report.corpus_not_run:
+        report.waiting = _waiting(context, entries)
+    report.corpus = corpus.report() if corpus is not None else None
     return report
 
 
