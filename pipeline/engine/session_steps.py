@@ -37,7 +37,8 @@ INGEST = session_step(
     after=(),
     settings_of=lambda s: s.ingest,
     input_files=_ingest_inputs,
-    run=lambda project, entry, settings, workdir, final: ingest_session(project, entry, settings.ingest, workdir, final),
+    run=lambda project, entry, settings, workdir, final: ingest_session(project, entry, settings.ingest, workdir,
+                                                                        final),
     summary="validate + hash source, probe, cut clip, 16 kHz mono WAV, keyframes",
     settings=("ingest",), sources="the catalog entry's video and subtitles",
 )
