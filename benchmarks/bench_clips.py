@@ -26,11 +26,11 @@ from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling scr
 from pipeline.media import ffmpeg_adapter  # noqa: E402
 from pipeline.project import Project  # noqa: E402
 from pipeline.records import SampleTruth, TranscriptRow, row_id_for  # noqa: E402
-from pipeline.runner import Context, run_stage  # noqa: E402
+from pipeline.engine.runner import Context, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
 from pipeline.speech import transcribe  # noqa: E402
 from pipeline.speech.transcript_stage import cut_clips  # noqa: E402
-from pipeline.stages import STAGES  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 
 DOCS = ROOT / "docs" / "speech.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_clips.json"

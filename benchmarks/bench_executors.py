@@ -45,9 +45,9 @@ from pipeline.media.register import register_session  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
 from pipeline.speech.audio import wav_info  # noqa: E402
 from pipeline.project import Project  # noqa: E402
-from pipeline.runner import Context, run_stage  # noqa: E402
+from pipeline.engine.runner import Context, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
-from pipeline.stages import STAGES  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 from tests.ray_cluster import auth_env, start_head  # noqa: E402  (the tests' real local cluster)
 
 DOCS = ROOT / "docs" / "ray.md"

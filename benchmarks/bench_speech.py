@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT))
 
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
 from pipeline.project import Project  # noqa: E402
-from pipeline.runner import Context, fingerprint, run_session, run_stage  # noqa: E402
+from pipeline.engine.runner import Context, fingerprint, run_session, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
 from pipeline.speech import diarize, transcribe  # noqa: E402
 from pipeline.speech.assign import assign_words  # noqa: E402
 from pipeline.speech.settings import resolve_asr, resolve_diarization  # noqa: E402
 from pipeline.speech.transcript_stage import cut_clips, make_rows  # noqa: E402
-from pipeline.stages import STAGES  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 
 DOCS = ROOT / "docs" / "speech.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_speech.json"

@@ -28,6 +28,11 @@ def media_record(project: Project, session_id: str) -> Path:
     return session_area(project, MEDIA_AREA, session_id) / MEDIA_RECORD
 
 
+def state_dir(project: Project, step: str) -> Path:
+    """build/state/<step>/: the per-session state files of a session step."""
+    return project.build / STATE_AREA / step
+
+
 def state_file(project: Project, step: str, session_id: str = "") -> Path:
     """The state of a step: build/state/<step>/<session_id>.json per session, build/state/corpus/<step>.json
     for a corpus step (`session_id` "")."""

@@ -1,8 +1,10 @@
 """One writer per build folder: `build/.lock` (flock), who holds it, and the debris sweep it allows.
 
 Every command that writes under build/ or to the annotation server holds the lock for its whole run
-(`rescue build` too, across all its stages). The lock is re-entrant within one process, so library
-functions that take it (`run_stage`, `build_corpus`) run inside a command that already holds it.
+(`rescue build` too, across all its steps): the command takes it, once (`pipeline/cli/lock.py`), and the
+build's loop (`run_build`) only checks that it is held (`require_lock`). The lock is re-entrant within one
+process, so `run_stage`, the library call of one session step (tests, the demo's recorder), takes it when
+no command holds it.
 While the lock is held no other writer can be running, so every temp name under build/ is debris of a
 killed run: the first acquisition in a process sweeps it (server-owned data and the tests' cache
 excepted). The holder (pid, command, start) is written into the lock file while it holds it, so a
@@ -73,6 +75,13 @@ def _refusal(project: Project) -> RescueError:
         stop = f"wait for it to finish (or stop it: kill {holder.pid})"
     return RescueError(f"{who} is writing to {where}: one writer at a time",
                        f"{stop}, then run this again; read-only commands (status, verify, evaluate) work meanwhile")
+
+
+def require_lock(project: Project) -> None:
+    """The caller's process holds build/.lock (a writing command took it): the build's loop runs only then."""
+    if project.build / LOCK_NAME not in _held:
+        raise RuntimeError(f"{project.build / LOCK_NAME} is not held: take it first (`build_lock`, or the CLI's "
+                           "@writer), then build")
 
 
 @contextmanager

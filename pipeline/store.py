@@ -1,7 +1,7 @@
 """The build store: atomic writes, JSONL manifests, file hashes and the one step-run state record.
 
 A stage writes its session outputs into a temporary sibling folder and renames it into place, then
-records a `StageRun` (fingerprint of inputs + settings + stage version, and the output files with
+records a `StepRun` (fingerprint of inputs + settings + stage version, and the output files with
 their sizes). A crash at any point leaves either the last good output or nothing, plus temporary
 folders named `.<name>.tmp-*` that `sweep_leftovers` removes on the next run. A write that fails (a full
 disk) removes its temporary file or folder at once and raises an OSError that names the path it was writing.
@@ -173,6 +173,8 @@ class StepRun(Record):
     status: Literal["done", "failed"]
     outputs: tuple[OutputFile, ...] = ()
     inputs: tuple[FileStamp, ...] = ()
+    input_digests: dict[str, str] = Field(default_factory=dict, description="a digest per named input of the "
+                                          "fingerprint, so a check can say which input changed")
     error: str = ""
     traceback: str = Field(default="", description="traceback of an internal error, for bug reports")
     detail: dict[str, JsonValue] = Field(default_factory=dict, description="what the step recorded for the next run")
@@ -193,13 +195,6 @@ class StepRun(Record):
             if isinstance(data.get("detail"), str):
                 data["traceback"] = data.pop("detail")
         return data
-
-    @property
-    def stage(self) -> str:  # the name per-session code used
-        return self.step
-
-
-StageRun = StepRun  # the name executors and the per-session runner use
 
 
 def output_file(root: Path, path: Path) -> OutputFile:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.state import StepState, write_state
+from pipeline.corpus.state import write_state
+from pipeline.store import StepRun
 from pipeline.project import Project
 from pipeline.settings import SettingsOverrides
 from tests.release_inputs import REPO, gold_sessions, write_gold
@@ -19,7 +20,7 @@ def hand_made_gold_project(project: Project) -> Project:
     # hand-made gold: no transcript rows, so no clips (tests/test_release_media.py packs real ones)
     (project.root / "pyproject.toml").write_text("[tool.rescue.agreement]\ntext_similarity = false\n"
                                                  "[tool.rescue.build]\nrelease_media = false\n")
-    write_state(project, StepState(step="pull", status="done", detail={"snapshot": "20261130T100000Z"}))
+    write_state(project, StepRun(step="pull", status="done", detail={"snapshot": "20261130T100000Z"}))
     (project.build / "gold").mkdir(parents=True)
     write_gold(project.build / "gold" / "benchmark.jsonl", gold_sessions())
     return project

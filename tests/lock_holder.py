@@ -14,7 +14,7 @@ def start_holder(project: Project) -> subprocess.Popen[str]:
     script = ("import sys, time\n"
               "from pathlib import Path\n"
               "from pipeline.project import Project\n"
-              "from pipeline.runner import build_lock\n"
+              "from pipeline.engine.runner import build_lock\n"
               "sys.argv = ['rescue', 'build']\n"
               f"with build_lock(Project(Path({str(project.root)!r}))):\n"
               "    print('held', flush=True)\n"

@@ -24,8 +24,8 @@ SPEECH_STAGES = ("ingest", "transcribe", "diarize", "rows")
 
 def run_stages(project: Project, names: tuple[str, ...] = SPEECH_STAGES, session_ids: tuple[str, ...] = ()) -> dict:
     """Run stages through the real runner; returns {stage: StageReport}."""
-    from pipeline.runner import Context, run_stage
-    from pipeline.stages import STAGES
+    from pipeline.engine.runner import Context, run_stage
+    from pipeline.engine.session_steps import STAGES
 
     context = Context.load(project)
     entries = context.select(session_ids)

@@ -18,8 +18,8 @@ import pytest
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
-from pipeline.runner import Context, build_lock, run_stage
-from pipeline.stages import INGEST
+from pipeline.engine.runner import Context, build_lock, run_stage
+from pipeline.engine.session_steps import INGEST
 from pipeline.store import read_jsonl
 from tests.conftest import tree_digest
 
@@ -167,7 +167,7 @@ def test_corpus_steps_report_their_own_time(sample_project: Project) -> None:
     from pipeline.cli.console import console
     from pipeline.cli.corpus import print_outcome
     from pipeline.corpus.context import CorpusContext
-    from pipeline.corpus.state import corpus_status
+    from pipeline.engine.status import corpus_status
     from tests.labelstudio_fixtures import REPO
 
     shutil.copytree(REPO / "annotation_schemas", sample_project.schemas)

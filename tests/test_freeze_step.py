@@ -19,10 +19,11 @@ from rich.console import Console
 
 from pipeline.cli import main
 from pipeline.cli.corpus import print_corpus_report
-from pipeline.corpus.build import CorpusReport
+from pipeline.engine.corpus_run import CorpusReport
 from pipeline.corpus.context import CorpusContext, StepOutcome
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.state import StepState, write_state
+from pipeline.corpus.state import write_state
+from pipeline.store import StepRun as StepState
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.settings import SettingsOverrides

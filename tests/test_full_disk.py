@@ -20,7 +20,7 @@ from pipeline.annotate.accounts import add_annotators
 from pipeline.annotate.pull import ANNOTATIONS_FILE, SUMMARY_FILE, pull_annotations
 from pipeline.annotate.push import push_rows
 from pipeline.cli import main
-from pipeline.corpus.build import _step
+from pipeline.engine.corpus_run import _step
 from pipeline.corpus.context import CorpusContext
 from pipeline.errors import RescueError
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows

@@ -12,8 +12,8 @@ import pytest
 from pipeline.catalog import COLUMNS, append_entry
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
-from pipeline.runner import Context, read_run, run_stage, session_status
-from pipeline.stages import INGEST
+from pipeline.engine.runner import Context, read_run, run_stage, session_status
+from pipeline.engine.session_steps import INGEST
 from pipeline.store import read_jsonl, sha256_file
 from tests.conftest import tree_digest
 from tests.media import make_video

@@ -24,9 +24,9 @@ from pipeline.cli import main
 from pipeline.corpus.labelstudio_steps import open_server
 from pipeline.errors import RescueError
 from pipeline.project import Project
-from pipeline.runner import Context, run_stage
+from pipeline.engine.runner import Context, run_stage
 from pipeline.schema import load_schema
-from pipeline.stages import INGEST
+from pipeline.engine.session_steps import INGEST
 from pipeline.transcripts import rows_path, write_rows
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, truth_rows
 from tests.media import make_video

@@ -28,7 +28,7 @@ from pipeline.preannotate.stage import preannotate_inputs, preannotate_session, 
 from pipeline.preannotate.validate import draft_problems
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
-from pipeline.runner import Context
+from pipeline.engine.runner import Context
 from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
 from pipeline.schema import load_schema
 from pipeline.settings import Settings, load_settings

@@ -19,9 +19,10 @@ import pytest
 
 from pipeline.errors import RescueError
 from pipeline.project import Project
-from pipeline.runner import Context, StageReport, read_run, run_stage
-from pipeline.stages import STAGES
-from pipeline.store import OLD_MARK, TMP_MARK, StageRun
+from pipeline.engine.runner import Context, StageReport, read_run, run_stage
+from pipeline.engine.session_steps import STAGES
+from pipeline.store import OLD_MARK, TMP_MARK
+from pipeline.store import StepRun as StageRun
 from tests.ray_cluster import RayCluster, auth_env, free_port, processes_titled, start_head
 from tests.speech_fixtures import COUPLE, FAMILY, SPEECH_STAGES
 

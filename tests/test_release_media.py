@@ -25,7 +25,8 @@ from pipeline.catalog import load_catalog
 from pipeline.cli import main
 from pipeline.corpus.context import CorpusContext
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.state import StepState, write_state
+from pipeline.corpus.state import write_state
+from pipeline.store import StepRun as StepState
 from pipeline.project import Project
 from pipeline.schema import load_schema
 from pipeline.tasks import modes

@@ -14,7 +14,7 @@ from pipeline.catalog import append_entry
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
-from pipeline.runner import Context
+from pipeline.engine.runner import Context
 from pipeline.speech import diarize, transcribe
 from pipeline.speech.pyannote_core_adapter import diarization_error
 from pipeline.speech.settings import AsrSettings, DiarizationSettings, resolve_asr, resolve_diarization

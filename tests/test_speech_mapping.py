@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.errors import RescueError
-from pipeline.runner import Context
+from pipeline.engine.runner import Context
 from pipeline.speech import diarize, mapping, transcribe
 from pipeline.speech.transcript_stage import plan_speakers
 from pipeline.transcripts import read_rows

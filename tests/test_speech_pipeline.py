@@ -41,7 +41,7 @@ def _best_turn(row: TranscriptRow, truth: SampleTruth):
 
 @pytest.mark.parametrize("session_id", [COUPLE, FAMILY])
 def test_wer_and_der_below_thresholds(built_samples: Project, session_id: str) -> None:
-    from pipeline.runner import Context
+    from pipeline.engine.runner import Context
 
     entry = Context.load(built_samples).select([session_id])[0]
     scores = score_session(built_samples, entry, None, collar=0.0, skip_overlap=False)
@@ -158,8 +158,8 @@ def test_transcribe_flags_are_kept_in_the_settings_so_the_next_build_agrees(copy
     import os
     import tomllib
 
-    from pipeline.runner import Context, session_status
-    from pipeline.stages import STAGES
+    from pipeline.engine.runner import Context, session_status
+    from pipeline.engine.session_steps import STAGES
 
     project = copy_built(clips=False)
     result = CliRunner().invoke(main, ["--root", str(project.root), "transcribe", COUPLE, "--batch-size", "4"])

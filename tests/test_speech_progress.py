@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.project import Project
-from pipeline.runner import Context, run_stage
-from pipeline.stages import STAGES
+from pipeline.engine.runner import Context, run_stage
+from pipeline.engine.session_steps import STAGES
 from pipeline.transcripts import read_rows
 from tests.speech_fixtures import COUPLE
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from pipeline.cli import main
 from pipeline.project import Project
-from pipeline.runner import Context
+from pipeline.engine.runner import Context
 from pipeline.speech import audio as wav
 from pipeline.speech import diarize, mapping
 from pipeline.speech.records import SpeakerTurn

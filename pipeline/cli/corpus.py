@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from pipeline.cli.console import line, styled
-from pipeline.corpus.build import CorpusReport
+from pipeline.engine.corpus_run import CorpusReport
 from pipeline.corpus.context import StepOutcome
 
 COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "waiting": "yellow", "skipped": "yellow"}

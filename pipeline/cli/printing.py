@@ -3,7 +3,8 @@ one summary line per step, the corpus steps' lines, and who waits for what. The 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.text import Text
@@ -13,11 +14,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from pipeline.cli.console import line, styled
 from pipeline.cli.corpus import print_corpus_report, print_outcome
 from pipeline.corpus.context import StepOutcome
-from pipeline.engine.build import BuildReport, run_build
+from pipeline.engine.build import BuildReport, StageCallbacks, run_build
 from pipeline.engine.waiting import Waiting, describe
 from pipeline.executors.base import Executor
 from pipeline.project import Project
-from pipeline.runner import StageReport
+from pipeline.engine.runner import StageReport
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 
 
@@ -32,15 +33,17 @@ class ConsoleHooks:
                         MofNCompleteColumn(), TextColumn("{task.fields[current]}", markup=False), TimeElapsedColumn(),
                         console=self.err_console, transient=False, disable=not self.err_console.is_terminal)
 
-    def stage(self, name, run) -> StageReport:  # type: ignore[no-untyped-def]
+    @contextmanager
+    def stage(self, name: str) -> Iterator[StageCallbacks]:
         with self._progress() as progress:
             task = progress.add_task(name, total=0, current="")
-            report = run(lambda n: progress.update(task, total=n),
-                         lambda done: progress.update(task, advance=1, current=done.session_id),
-                         lambda sid, done, total, unit: progress.update(
-                             task, current=f"{sid}: {done:.0f}/{total:.0f} {unit}"))
+            yield StageCallbacks(lambda n: progress.update(task, total=n),
+                                 lambda done: progress.update(task, advance=1, current=done.session_id),
+                                 lambda sid, done, total, unit: progress.update(
+                                     task, current=f"{sid}: {done:.0f}/{total:.0f} {unit}"))
+
+    def stage_done(self, report: StageReport) -> None:
         print_stage(self.console, self.err_console, report, self.warned)
-        return report
 
     def corpus_step(self, outcome: StepOutcome) -> None:
         print_outcome(self.console, outcome)

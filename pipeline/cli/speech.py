@@ -91,7 +91,7 @@ def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, executor: 
 def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
     """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check, with
     audio snippets (build/snippets/) and first words of each label's longest turns."""
-    from pipeline.runner import Context
+    from pipeline.engine.runner import Context
     from pipeline.speech.speaker_evidence import snippets_dir
     from pipeline.speech.speaker_map import write_speaker_map
 
@@ -132,7 +132,7 @@ def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], reference
     """WER (jiwer) and DER (pyannote.metrics) of built transcripts, per session and overall."""
     from rich.table import Table
 
-    from pipeline.runner import Context
+    from pipeline.engine.runner import Context
     from pipeline.speech.scoring import score_sessions
     from pipeline.store import write_text_atomic
 

@@ -1,4 +1,5 @@
-"""`rescue status`: per session and stage what is done, stale, failed, pending or waiting; corpus steps;
+"""`rescue status`: per session and stage, and per corpus step, what is done, stale (and why), failed, pending or
+blocked, computed without running anything;
 the annotation server; videos several sessions share. Reads only: it takes no lock."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     """Show, per session and stage, what is done, stale, failed, pending or waiting."""
     from pipeline.engine.status import status_table
     from pipeline.cli.printing import waiting_line
-    from pipeline.stages import STAGES
+    from pipeline.engine.session_steps import STAGES
 
     table_data = status_table(project_of(ctx), overrides_of(ctx))
     context, rows, kept, corpus = table_data.context, table_data.sessions, table_data.not_in_catalog, table_data.corpus
@@ -50,14 +51,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for name, sessions in kept.items():
         if sessions:
             console.print(f"  {name}: outputs kept for sessions no longer in the catalog: {', '.join(sessions)}")
-    if corpus:
+    if corpus:  # every corpus step's state now (computed: nothing runs), and why where it is not done
         steps = [part for c in corpus for part in
-                 (", " if c is not corpus[0] else "", f"{c['step']} ",
-                  styled(c["status"], "green" if c["status"] == "done" else "red"))]
-        console.print(line("corpus steps, last run: ", *steps))
+                 (", " if c is not corpus[0] else "", f"{c['step']} ", styled(str(c["state"]), colours[c["state"]]))]
+        console.print(line("corpus steps: ", *steps))
         for c in corpus:
-            if c["error"]:
-                console.print(f"  {c['step']}: {c['error']}", highlight=False)
+            if c["state"] in {"stale", "failed"} and c["reason"]:
+                console.print(f"  {c['step']}: {c['reason']}", highlight=False)
     printed = {row.session_id for row in rows if row.state == "failed" and row.reason}  # their error is above
     for waiting in table_data.waiting:
         console.print(waiting_line(waiting, printed))

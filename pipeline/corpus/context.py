@@ -1,4 +1,5 @@
-"""What every corpus step reads (project, settings, schema, the rows' digest) and where outcomes go."""
+"""What every corpus step reads (project, settings, schema, the rows' digest, the server when it is open) and
+where its outcomes and results go: the one context the engine hands each corpus step's function."""
 
 from __future__ import annotations
 
@@ -6,19 +7,20 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.annotate.push import schema_path
-from pipeline.corpus.state import StepState, file_sha, output_records, rows_digest, write_state
+from pipeline.step import Inputs, Outcome, StepDetail
+from pipeline.corpus.labelstudio_steps import ProjectExport, ServerSession
+from pipeline.corpus.state import StepRun, file_sha, output_records, rows_digest, write_state
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.settings import NO_OVERRIDES, Settings, SettingsOverrides, load_settings
 
-Status = Literal["ran", "up to date", "not needed", "waiting", "skipped"]
+Status = Outcome  # the one vocabulary of what a build did with a step (pipeline/step.py)
 
 
 class StepOutcome(Record):
@@ -40,6 +42,15 @@ class CorpusContext:
     on_begin: Callable[[str], None] = lambda step: None
     outcomes: list[StepOutcome] = field(default_factory=list)
     mark: float = field(default_factory=time.perf_counter)  # when the step now running began (steps run in turn)
+    planned: frozenset[str] = frozenset()  # the corpus steps of this build
+    server_reason: str | None = None  # why the server must be opened (None: nothing there can have changed)
+    server: ServerSession | None = None  # open while planned steps that read it remain
+    exports: list[ProjectExport] | None = None  # the annotation exports, fetched once per build
+    # what the steps made, for the build's report
+    agreement_report: Path | None = None
+    gold_sessions: tuple[str, ...] = ()
+    pending: dict[str, str] = field(default_factory=dict)
+    release: Path | None = None
 
     @classmethod
     def load(cls, project: Project, overrides: SettingsOverrides = NO_OVERRIDES,
@@ -65,7 +76,13 @@ class CorpusContext:
         self.outcomes.append(outcome)
         self.on_step(outcome)
 
-    def done(self, step: str, fingerprint: str, files: Iterable[Path] = (), **detail: object) -> None:
-        """Record a successful run: its fingerprint, what it noted for the next run, and its output `files`."""
-        write_state(self.project, StepState(step=step, fingerprint=fingerprint, status="done", detail=detail,  # type: ignore[arg-type]
-                                            outputs=output_records(self.project, files), elapsed_s=self.elapsed()))
+    def done(self, step: str, fingerprint: str | Inputs, detail: StepDetail | None = None,
+             files: Iterable[Path] = ()) -> None:
+        """Record a successful run: its fingerprint (with a digest per named input when given `Inputs`), what it
+        keeps for the next run (its typed `detail`), and its output `files`."""
+        digests = fingerprint.digests() if isinstance(fingerprint, Inputs) else {}
+        fp = fingerprint.fingerprint() if isinstance(fingerprint, Inputs) else fingerprint
+        kept = detail.model_dump(mode="json") if detail is not None else {}
+        write_state(self.project, StepRun(step=step, fingerprint=fp, status="done", detail=kept,
+                                          input_digests=digests, outputs=output_records(self.project, files),
+                                          elapsed_s=self.elapsed()))

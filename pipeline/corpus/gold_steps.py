@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
+from pipeline.corpus.checks import over_snapshot, stored_sample
 from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.labelstudio_steps import ServerSession
-from pipeline.corpus.state import damaged_outputs, file_sha, fingerprint, last_done
+from pipeline.step import LABEL_STUDIO, Inputs, Step, StepDetail
+from pipeline.corpus.state import damaged_outputs, file_sha, last_done, last_done_with
 from pipeline.store import read_jsonl
 
 if TYPE_CHECKING:
@@ -24,16 +25,40 @@ def _settings_json(ctx: CorpusContext) -> dict[str, object]:
     return ctx.agreement.model_dump(mode="json")
 
 
-def agree_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
-    # "2": the report's acceptance section compares the drafts with the gold, which adjudications settle too
+AGREEMENT = ("agreement",)  # the settings section of agree, adjudicate and gold (their declarations name it)
+
+
+class AgreeDetail(StepDetail):
+    snapshot: str = ""  # the annotation snapshot the report is of
+
+
+class AdjudicateDetail(StepDetail):
+    queue: int = 0  # fields in the adjudication queue
+
+
+class GoldDetail(StepDetail):
+    sessions: tuple[str, ...] = ()  # the sessions written as gold
+    benchmark_sha256: str = ""
+
+
+def agree_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
     answers = adjudication_answers(ctx.project)
-    return fingerprint("agree", "2", annotations=file_sha(snapshot), settings=_settings_json(ctx),
-                       schema=ctx.schema_sha, adjudications=file_sha(answers) if answers else "")
+    return Inputs("agree", AGREE.version, dict(annotations=file_sha(snapshot), settings=_settings_json(ctx),
+                                     schema=ctx.schema_sha, adjudications=file_sha(answers) if answers else ""),
+                  AGREEMENT)
+
+
+def agree_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+    return agree_inputs(ctx, snapshot).fingerprint()
+
+
+def adjudicate_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
+    return Inputs("adjudicate", ADJUDICATE.version, dict(annotations=file_sha(snapshot), rows=ctx.rows,
+                                          settings=_settings_json(ctx), schema=ctx.schema_sha), AGREEMENT)
 
 
 def adjudicate_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
-    return fingerprint("adjudicate", "1", annotations=file_sha(snapshot), rows=ctx.rows,
-                       settings=_settings_json(ctx), schema=ctx.schema_sha)
+    return adjudicate_inputs(ctx, snapshot).fingerprint()
 
 
 def adjudicate_out_of_date(ctx: CorpusContext) -> str | None:
@@ -42,10 +67,28 @@ def adjudicate_out_of_date(ctx: CorpusContext) -> str | None:
     return None if last_done(ctx.project, "adjudicate", fp) else "annotations or agreement settings changed"
 
 
-def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+def gold_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
     answers = adjudication_answers(ctx.project)
-    return fingerprint("gold", "1", annotations=file_sha(snapshot), adjudications=file_sha(answers) if answers else "",
-                       rows=ctx.rows, settings=_settings_json(ctx), schema=ctx.schema_sha)
+    return Inputs("gold", GOLD.version, dict(annotations=file_sha(snapshot),
+                                             adjudications=file_sha(answers) if answers else "", rows=ctx.rows,
+                                             settings=_settings_json(ctx), schema=ctx.schema_sha), AGREEMENT)
+
+
+def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+    return gold_inputs(ctx, snapshot).fingerprint()
+
+
+def agree_outputs(ctx: CorpusContext) -> list[Path]:
+    folder = ctx.project.build / "agreement"
+    return _outputs(folder) + [folder / "report.html"]
+
+
+def adjudicate_outputs(ctx: CorpusContext) -> list[Path]:
+    return _outputs(ctx.project.build / "adjudication", "queue.jsonl", "summary.json")
+
+
+def gold_outputs(ctx: CorpusContext) -> list[Path]:
+    return _outputs(layout.gold_dir(ctx.project), layout.GOLD_FILE, "provenance.jsonl", "summary.json")
 
 
 def _outputs(folder: Path, *names: str) -> list[Path]:
@@ -67,38 +110,43 @@ def agree_step(ctx: CorpusContext) -> Path:
     snapshot = latest_annotations(ctx.project)
     folder = ctx.project.build / "agreement"
     html = folder / "report.html"
-    fp = agree_fingerprint(ctx, snapshot)
-    done = last_done(ctx.project, "agree", fp)
-    damaged = damaged_outputs(ctx.project, done, _outputs(folder) + [html]) if done else []
+    inputs = agree_inputs(ctx, snapshot)
+    done = last_done_with(ctx.project, inputs)
+    damaged = damaged_outputs(ctx.project, done, agree_outputs(ctx)) if done else []
     if done is not None and not damaged:
         ctx.record("agree", "up to date", f"report of snapshot {snapshot.parent.name}")
+        ctx.agreement_report = html
         return html
     output = run_agree(ctx.project, ctx.agreement)
     report = output.report
-    ctx.done("agree", fp, snapshot=snapshot.parent.name, files=_outputs(folder))
+    ctx.done("agree", inputs, AgreeDetail(snapshot=snapshot.parent.name), files=_outputs(folder))
     ctx.record("agree", "ran", f"{len(report.annotators)} annotator(s), {report.rows} row(s) of {report.sessions} "
                                f"session(s) -> {ctx.project.rel_or_abs(output.html)}",
                _damage_note(damaged) + [note.message for note in report.notes])
+    ctx.agreement_report = output.html
     return output.html
 
 
-def adjudicate_step(ctx: CorpusContext, server: ServerSession | None, *, apply_stored: bool = True) -> None:
-    """The queue of what consensus cannot settle; with a server, its round trip through Label Studio."""
+def adjudicate_step(ctx: CorpusContext) -> None:
+    """The queue of what consensus cannot settle; with the server open, its round trip through Label Studio
+    (which applies the stored sample adjudications when `sample-adjudications` is planned)."""
     from pipeline.agreement.gold import QueueItem, run_adjudicate
     from pipeline.corpus.server_steps import adjudication_round_trip
 
+    server, apply_stored = ctx.server, "sample-adjudications" in ctx.planned
     snapshot = latest_annotations(ctx.project)
-    fp = adjudicate_fingerprint(ctx, snapshot)
-    done = last_done(ctx.project, "adjudicate", fp)
-    outputs = _outputs(ctx.project.build / "adjudication", "queue.jsonl", "summary.json")
+    inputs = adjudicate_inputs(ctx, snapshot)
+    done = last_done_with(ctx.project, inputs)
+    outputs = adjudicate_outputs(ctx)
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    kept = AdjudicateDetail.of(done)
     queue_file = outputs[0]
     items = None
-    if done is None or damaged:
+    if done is None or damaged or kept is None:
         _, items = run_adjudicate(ctx.project, ctx.agreement)
         count, fresh = len(items), True
     else:
-        count, fresh = int(done.detail.get("queue", 0)), False  # type: ignore[call-overload]
+        count, fresh = kept.queue, False
     changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0, apply_stored=apply_stored)
                       if server else (False, []))
     notes = _damage_note(damaged) + notes
@@ -114,7 +162,7 @@ def adjudicate_step(ctx: CorpusContext, server: ServerSession | None, *, apply_s
         if after - before:
             notes.append(f"{len(after - before)} of them newly queued after the adjudicators' answers (an adjudicated "
                          "speaker can make more fields apply to a row)")
-    ctx.done("adjudicate", fp, queue=count, files=outputs)
+    ctx.done("adjudicate", inputs, AdjudicateDetail(queue=count), files=outputs)
     ctx.record("adjudicate", "ran" if fresh or changed else "up to date", message, notes)
 
 
@@ -128,21 +176,22 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
     from pipeline.agreement.gold import GoldSummary, run_gold
 
     snapshot = latest_annotations(ctx.project)
-    fp = gold_fingerprint(ctx, snapshot)
+    inputs = gold_inputs(ctx, snapshot)
     folder = layout.gold_dir(ctx.project)
     summary_file, gold_file = folder / "summary.json", layout.gold_file(ctx.project)
-    outputs = _outputs(folder, layout.GOLD_FILE, "provenance.jsonl", "summary.json")
-    done = last_done(ctx.project, "gold", fp)
+    outputs = gold_outputs(ctx)
+    done = last_done_with(ctx.project, inputs)
     damaged = damaged_outputs(ctx.project, done, outputs) if done else []
     if done is not None and not damaged:
         summary = GoldSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))
         status = "up to date"
     else:
         summary = run_gold(ctx.project, ctx.agreement)
-        ctx.done("gold", fp, sessions=list(summary.sessions_written), benchmark_sha256=summary.benchmark_sha256,
-                 files=outputs)
+        ctx.done("gold", inputs, GoldDetail(sessions=summary.sessions_written,
+                                            benchmark_sha256=summary.benchmark_sha256), files=outputs)
         status = "ran"
     pending = pending_sessions(ctx, summary.sessions_written, summary.sessions_pending)
+    ctx.gold_sessions, ctx.pending = summary.sessions_written, pending
     sources = ", ".join(f"{k} {v}" for k, v in summary.fields_by_source.items())
     ctx.record("gold", status, f"{len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
                                f"{ctx.project.rel_or_abs(gold_file)}; {len(pending)} session(s) pending",
@@ -164,3 +213,30 @@ def pending_sessions(ctx: CorpusContext, written: tuple[str, ...], reasons: dict
             pending[session_id] = "no annotations pulled yet (annotate its rows in Label Studio, then `rescue build`)"
     return pending
 
+
+
+def sample_adjudications_step(ctx: CorpusContext) -> None:
+    """Nothing of its own: the stored sample adjudications must land between adjudicate's push of the queue
+    and its pull of the answers, so adjudicate's round trip applies them (and records this step's outcome)
+    when this step is planned."""
+
+
+ADJUDICATE = Step("adjudicate", adjudicate_step, after=("pull",), settings=AGREEMENT, sources="annotation_schemas/",
+                  outputs=("build/adjudication/queue.jsonl", "build/adjudication/summary.json"),
+                  summary="consensus; the queue of what it cannot settle, round trip through Label Studio",
+                  needs=(LABEL_STUDIO,), server_check=adjudicate_out_of_date,
+                  check=over_snapshot("adjudicate", adjudicate_inputs, adjudicate_outputs, server=True))
+SAMPLE_ADJUDICATIONS = Step(
+    "sample-adjudications", sample_adjudications_step, after=("adjudicate",), settings=("build",),
+    sources="pipeline/sample/annotations/", outputs=("Label Studio adjudications",),
+    summary="re-create the stored sample adjudications (inside adjudicate's round trip)", needs=(LABEL_STUDIO,),
+    check=stored_sample("sample-adjudications", "adjudication"))
+# version "2": the report's acceptance section compares the drafts with the gold, which adjudications settle too
+AGREE = Step("agree", agree_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT,
+             sources="annotation_schemas/", outputs=("build/agreement/",), version="2",
+             summary="agreement report of the newest snapshot, with the drafts' acceptance against the settled gold",
+             check=over_snapshot("agree", agree_inputs, agree_outputs))
+GOLD = Step("gold", gold_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT, sources="",
+            outputs=("build/gold/benchmark.jsonl", "build/gold/provenance.jsonl", "build/gold/summary.json"),
+            summary="gold rows per session; every session without gold is listed with the reason",
+            check=over_snapshot("gold", gold_inputs, gold_outputs))

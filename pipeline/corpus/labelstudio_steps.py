@@ -65,10 +65,10 @@ class ServerSession:
         return stopped
 
 
-def database_stamp(paths: server.ServerPaths) -> list[list[object]]:
+def database_stamp(paths: server.ServerPaths) -> list[tuple[str, int, int]]:
     """Name, size and mtime of the embedded server's SQLite files: unchanged files = unchanged server."""
     files = sorted(paths.data.glob(f"{server.DB_NAME}*")) if paths.data.is_dir() else []
-    return [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]
+    return [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
 
 
 def quiet_server(project: Project) -> str | None:

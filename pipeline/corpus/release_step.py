@@ -24,16 +24,29 @@ the citation of `[tool.rescue.build]`: a new report, citation or public flag fre
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.agreement_card import build_agreement
 from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.state import file_sha, fingerprint, last_done, read_state
+from pipeline.corpus.state import file_sha, last_done_with, read_state
+from pipeline.corpus.server_steps import PullDetail
+from pipeline.step import Inputs, State, Step, StepDetail, judge
 from pipeline.store import read_jsonl
+from pipeline.tasks.freeze_gold import GoldInput, ReleaseDefaults
 from pipeline.tasks.release import ModelVersion
 from pipeline.tasks.shrink import BUILD_SHRINK_FIX, ReleaseWouldShrink, release_contents
+
+
+class FreezeDetail(StepDetail):
+    """What freeze keeps: the release it made, of which sessions, and its MANIFEST.json's sha256 (the release on
+    disk is the one it made only while that matches)."""
+
+    release: str = ""
+    sessions: tuple[str, ...] = ()
+    manifest_sha256: str = ""
 
 
 def _packages(packages: dict[str, str], *names: str) -> str:
@@ -69,18 +82,18 @@ def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVers
     return tuple(ModelVersion(role=r, name=n, version=v) for r, n, v in sorted(found))
 
 
-def release_is_current(out: Path, done_detail: dict[str, object]) -> bool:
+def release_is_current(out: Path, done: FreezeDetail | None) -> bool:
     """The release folder is the one the last successful freeze made, intact."""
     from pipeline.tasks.verify import verify_release
 
-    recorded = done_detail.get("manifest_sha256")
+    recorded = done.manifest_sha256 if done is not None else ""
     return bool(recorded) and file_sha(out / "MANIFEST.json") == recorded and verify_release(out).ok
 
 
 def _snapshots(ctx: CorpusContext) -> list[str]:
     """The annotation snapshot (and adjudication answers) the gold now comes from, for the manifest."""
-    pull = read_state(ctx.project, "pull")
-    snapshots = [str(pull.detail.get("snapshot")) if pull else latest_annotations(ctx.project).parent.name]
+    pull = PullDetail.of(read_state(ctx.project, "pull"))
+    snapshots = [pull.snapshot if pull is not None and pull.snapshot else latest_annotations(ctx.project).parent.name]
     answers = adjudication_answers(ctx.project)
     if answers is not None:
         snapshots.append(f"adjudication answers {answers.parent.name}")
@@ -119,40 +132,79 @@ def _kept_release(ctx: CorpusContext, out: Path) -> str:
             f"{contents.describe()}")
 
 
-def freeze_step(ctx: CorpusContext) -> Path | None:
-    """Returns the release folder, or None while no session has complete gold. Freezes through the same
-    `freeze_gold` as `rescue freeze --gold FILE`, with the same defaults (pipeline/tasks/freeze_gold.py)."""
-    from pipeline.tasks.coverage import describe_label_sources
+@dataclass(frozen=True)
+class FreezePlan:
+    """What the freeze step would freeze now, and the inputs that decide it (its fingerprint)."""
+
+    given: GoldInput
+    release: ReleaseDefaults
+    out: Path
+    models: tuple[ModelVersion, ...]
+    clips: object  # the gold rows' clips (None: release_media is off)
+    agreement: object
+    inputs: Inputs
+
+
+def freeze_plan(ctx: CorpusContext) -> FreezePlan | None:
+    """The release to freeze from the gold file, or None while the gold file holds no session."""
     from pipeline.tasks.clips import clips_signature
-    from pipeline.tasks.freeze_gold import ReleaseDefaults, freeze_gold, gold_clips, read_gold_input
+    from pipeline.tasks.freeze_gold import gold_clips, read_gold_input
     from pipeline.tasks.gold_input import NoGoldYet
 
     gold = layout.gold_file(ctx.project)
     release = ReleaseDefaults.of(ctx.settings)
-    version = release.version
-    out = layout.release_dir(ctx.project, version)
+    out = layout.release_dir(ctx.project, release.version)
     given = None
     try:
         given = read_gold_input(ctx.project, gold) if gold.is_file() else None
     except NoGoldYet:
         pass
     if given is None or not given.sessions:
-        ctx.record("freeze", "waiting", f"no session has complete gold yet: {_kept_release(ctx, out)}")
         return None
-    sessions, warnings = given.sessions, given.warnings
-    models = model_versions(ctx, {s.sample_id for s in sessions})
+    models = model_versions(ctx, {s.sample_id for s in given.sessions})
     clips = gold_clips(ctx.project, given) if ctx.settings.build.release_media else None
     # media keys only when on, so the fingerprint of a text-only release is what it was before media existed
     media = {"media": True, "clips": clips_signature(ctx.project, clips)} if clips is not None else {}
     agreement = build_agreement(ctx.project)
     # version 2: the card's sections for strangers and croissant.json, whose inputs are the last three keys
-    fp = fingerprint("freeze", "2", gold=file_sha(gold), task_settings=file_sha(given.settings_file),
-                     schema=file_sha(given.schema_file), version=version, models=[m.model_dump() for m in models],
-                     license=release.license, **media, citation=release.citation, public=release.public,
-                     agreement=agreement.model_dump(mode="json") if agreement else None)
-    done = last_done(ctx.project, "freeze", fp)
-    if done is not None and out.is_dir() and release_is_current(out, done.detail):
+    inputs = Inputs("freeze", FREEZE.version, dict(
+        gold=file_sha(gold), task_settings=file_sha(given.settings_file), schema=file_sha(given.schema_file),
+        version=release.version, models=[m.model_dump() for m in models], license=release.license, **media,
+        citation=release.citation, public=release.public,
+        agreement=agreement.model_dump(mode="json") if agreement else None), ("build",))
+    return FreezePlan(given, release, out, models, clips, agreement, inputs)
+
+
+def freeze_freshness(ctx: CorpusContext) -> tuple[State, str]:
+    """The freeze step's state without running it: the one rule, with the release verified as its output."""
+    plan = freeze_plan(ctx)
+    if plan is None:
+        return "blocked", "no session has complete gold yet"
+    run = read_state(ctx.project, "freeze")
+    state, reason = judge(run, plan.inputs)
+    if state == "done" and not (plan.out.is_dir() and release_is_current(plan.out, FreezeDetail.of(run))):
+        return "stale", f"release {plan.out.name} is not the one the last freeze made (missing, edited or damaged)"
+    return state, reason
+
+
+def freeze_step(ctx: CorpusContext) -> Path | None:
+    """Returns the release folder, or None while no session has complete gold. Freezes through the same
+    `freeze_gold` as `rescue freeze --gold FILE`, with the same defaults (pipeline/tasks/freeze_gold.py)."""
+    from pipeline.tasks.coverage import describe_label_sources
+    from pipeline.tasks.freeze_gold import freeze_gold
+
+    plan = freeze_plan(ctx)
+    if plan is None:
+        out = layout.release_dir(ctx.project, ReleaseDefaults.of(ctx.settings).version)
+        ctx.record("freeze", "waiting", f"no session has complete gold yet: {_kept_release(ctx, out)}")
+        return None
+    gold, given, release, out, clips = layout.gold_file(ctx.project), plan.given, plan.release, plan.out, plan.clips
+    version, models, agreement = release.version, plan.models, plan.agreement
+    sessions, warnings = given.sessions, given.warnings
+    done = last_done_with(ctx.project, plan.inputs)
+    if done is not None and out.is_dir() and release_is_current(out, FreezeDetail.of(done)):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
+        ctx.release = out
         return out
     snapshots = _same_gold_snapshots(out, file_sha(gold)) or _snapshots(ctx)
     try:
@@ -171,12 +223,22 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
         notes.append(f"allow_shrink: {summary.shrunk.describe()}")
     if summary.superseded:
         notes.append(f"the previous {version} was kept as {ctx.project.rel(Path(summary.superseded))}/")
-    ctx.done("freeze", fp, release=ctx.project.rel(out), sessions=[s.sample_id for s in sessions],
-             manifest_sha256=file_sha(out / "MANIFEST.json"))
+    ctx.done("freeze", plan.inputs, FreezeDetail(release=ctx.project.rel(out),
+                                                 sessions=tuple(s.sample_id for s in sessions),
+                                                 manifest_sha256=file_sha(out / "MANIFEST.json")))
     counts = ", ".join(f"{task.upper()} {c['all']}" for task, c in summary.instances.items())
     if clips is not None:
         counts += f"; {summary.media_note}"
     status = "up to date" if summary.unchanged else "ran"
     ctx.record("freeze", status, f"release {version}: {len(sessions)} session(s), instances {counts} -> "
                                  f"{ctx.project.rel(out)}/", notes)
+    ctx.release = out
     return out
+
+
+FREEZE = Step("freeze", freeze_step, after=("gold",), settings=("build",), version="2",
+              sources="annotation_schemas/tasks-v1.yaml; with release_media the rows' clips "
+                      "(build/transcripts/<session>/clips/)",
+              outputs=("build/release/<version>/",),
+              summary="six task files, media/ clips, manifest, card; a changed release supersedes the old one, never "
+                      "overwrites it", check=freeze_freshness)

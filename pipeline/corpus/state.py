@@ -11,39 +11,53 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from pipeline import __version__
 from pipeline.catalog import load_catalog
+from pipeline.step import Inputs, StepDetail
 from pipeline.project import Project
 from pipeline import layout
-from pipeline.store import (OutputFile, StepRun, changed_outputs, output_file, sha256_file, sha256_json,
+from pipeline.store import (OutputFile, StepRun, changed_outputs, output_file, sha256_file,
                             write_record_atomic)
 from pipeline.transcripts import rows_path
 
-StepState = StepRun  # the one state record of every step (pipeline/store.py); corpus steps leave session_id ""
+
+class EarlierOutputs(StepDetail):
+    """The outputs as a build from before outputs were hashed in `StepRun.outputs` recorded them in its detail."""
+
+    outputs: dict[str, str] | None = None  # path -> sha256
 
 
 def state_path(project: Project, step: str) -> Path:
     return layout.state_file(project, step)
 
 
-def read_state(project: Project, step: str) -> StepState | None:
+def read_state(project: Project, step: str) -> StepRun | None:
     path = state_path(project, step)
     if not path.is_file():
         return None
     try:
-        return StepState.model_validate_json(path.read_text(encoding="utf-8"))
+        return StepRun.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None  # unreadable = never ran
 
 
-def write_state(project: Project, state: StepState) -> None:
+def write_state(project: Project, state: StepRun) -> None:
     write_record_atomic(state_path(project, state.step), state)
 
 
-def last_done(project: Project, step: str, fingerprint: str) -> StepState | None:
+def last_done(project: Project, step: str, fingerprint: str) -> StepRun | None:
     """The recorded run when it succeeded with exactly this fingerprint."""
     state = read_state(project, step)
     return state if state is not None and state.status == "done" and state.fingerprint == fingerprint else None
+
+
+def last_done_with(project: Project, inputs: Inputs) -> StepRun | None:
+    """`last_done` for the step's `Inputs`. A run recorded before per-input digests existed gets them now,
+    once (its fingerprint matched, so they are the digests of its inputs): later checks can say which changed."""
+    state = last_done(project, inputs.step, inputs.fingerprint())
+    if state is not None and not state.input_digests:
+        state = state.model_copy(update={"input_digests": inputs.digests()})
+        write_state(project, state)
+    return state
 
 
 def file_sha(path: Path) -> str:
@@ -62,7 +76,7 @@ def output_records(project: Project, paths: Iterable[Path]) -> tuple[OutputFile,
                  for path in sorted(paths) if path.is_file())
 
 
-def damaged_outputs(project: Project, state: StepState, paths: Iterable[Path]) -> list[str]:
+def damaged_outputs(project: Project, state: StepRun, paths: Iterable[Path]) -> list[str]:
     """The outputs whose content is not what the step last wrote (missing, cut, edited, or a file that the
     step did not write), by the one output rule of every step (`changed_outputs`); all of them when the
     record holds no digests (a build from before outputs were hashed)."""
@@ -72,8 +86,9 @@ def damaged_outputs(project: Project, state: StepState, paths: Iterable[Path]) -
         recorded = {output.path for output in state.outputs}
         return sorted((now ^ recorded) | set(changed_outputs(project.root, state.outputs)))
     now = outputs_digest(project, paths)
-    recorded = state.detail.get("outputs")
-    if not isinstance(recorded, dict) or set(recorded) != set(now):
+    earlier = EarlierOutputs.of(state)
+    recorded = earlier.outputs if earlier is not None else None
+    if recorded is None or set(recorded) != set(now):
         return sorted(now)
     return [path for path, sha in now.items() if not sha or recorded[path] != sha]
 
@@ -85,17 +100,4 @@ def rows_digest(project: Project) -> dict[str, str]:
 
 
 def fingerprint(step: str, step_version: str, **inputs: object) -> str:
-    return sha256_json({"step": step, "step_version": step_version, "code": __version__, **inputs})
-
-
-def corpus_status(project: Project) -> list[dict[str, object]]:
-    """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
-    from pipeline.engine.steps import CORPUS_STEPS  # the declarations (the engine's registry) name the steps
-
-    found = []
-    for step in CORPUS_STEPS:
-        state = read_state(project, step)
-        if state is not None:
-            found.append({"step": step, "status": state.status, "finished_at": state.finished_at,
-                          "elapsed_s": state.elapsed_s, "error": state.error})
-    return found
+    return Inputs(step, step_version, inputs).fingerprint()

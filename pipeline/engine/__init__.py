@@ -1,13 +1,15 @@
 """One build engine for per-session steps and corpus steps.
 
-    steps.py     every step declared once: scope, upstream steps, settings sections, sources, outputs
-    plan.py      which steps a build runs (`--only` and what the named steps need), unknown names refused
-    graph.py     the step graph as Mermaid text, generated from the declarations (docs/architecture.md)
-    build.py     `rescue build`: session steps through an executor, then the corpus steps for the ready sessions
-    waiting.py   which session waits for which step, and what it holds back
-    status.py    the one status table: session steps per session, corpus steps, who waits for what
-    printing.py  how a build and the status read on the console (the CLI stays thin)
+    steps.py         the registry: every step's `Step` (pipeline/step.py), each declared beside its function
+                     (session steps in session_steps.py, corpus steps in pipeline/corpus/)
+    plan.py          which steps a build runs (`--only` and what the named steps need), unknown names refused
+    graph.py         the step graph as Mermaid text, generated from the declarations (docs/architecture.md)
+    build.py         `rescue build`: one pass over the plan; session steps through an executor (runner.py,
+                     session_run.py), then the corpus steps for the ready sessions (corpus_run.py)
+    freshness.py     whether each corpus step is up to date and why, computed without running anything
+    waiting.py       which session waits for which step, and what it holds back
+    status.py        the one status table: session steps per session, corpus steps, who waits for what
 
-State (one record, `pipeline.store.StepRun`), the build lock and the debris sweep (`pipeline.lock`) and the
-paths (`pipeline.layout`) are shared with the steps themselves.
+State (one record, `pipeline.store.StepRun`), the build lock and the debris sweep (`pipeline.lock`), the step
+record and its fingerprint rule (`pipeline.step`) and the paths (`pipeline.layout`) are shared with the steps.
 """

@@ -1,5 +1,7 @@
-"""`rescue build`: plan the graph, run the per-session steps through an executor, then the corpus steps for
-the sessions that are ready. One build lock for the whole run; the driver alone records state.
+"""`rescue build`: plan the graph, then one loop over it: a step partitioned by session runs for every session
+that is out of date through an executor, a corpus step runs once (for the sessions that are ready). One
+build lock for the whole run, taken once by the writing command (this loop checks that it is held); the
+driver alone records state.
 
 A session that fails or waits holds back only what depends on it: the other sessions complete, and the
 corpus steps run for every session that has rows (the report says who waits for what)."""
@@ -7,33 +9,45 @@ corpus steps run for every session that has rows (the report says who waits for 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pipeline.corpus.context import StepOutcome
+from pipeline.engine.corpus_run import CorpusReport, CorpusRun
 from pipeline.engine.plan import plan
 from pipeline.engine.steps import STEPS
 from pipeline.engine.waiting import Waiting, waiting_sessions
 from pipeline.errors import RescueError
 from pipeline.executors.base import Executor
 from pipeline.executors.local import LocalExecutor
-from pipeline.lock import build_lock
+from pipeline.lock import require_lock
 from pipeline.project import Project
-from pipeline.runner import Context, StageReport, run_stage
+from pipeline.engine.runner import Context, StageReport, run_session_step
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
-from pipeline.stages import STAGES
 from pipeline.store import StepRun
 
 
 FOR_ANNOTATION = ("preannotate",)  # session steps that only annotation needs
 
 
+class StageCallbacks(NamedTuple):
+    """What a session step's run tells the caller as it goes (the CLI draws a progress bar from these)."""
+
+    on_start: Callable[[int], None]  # how many sessions will run
+    on_done: Callable[[StepRun], None]  # one session finished
+    on_progress: Callable[[str, float, float, str], None]  # (session, done, total, unit) inside a session
+
+
+QUIET = StageCallbacks(lambda n: None, lambda run: None, lambda sid, done, total, unit: None)
+
+
 class BuildHooks(Protocol):
     """What a build tells its caller as it goes (the CLI draws progress and prints lines from these)."""
 
-    def stage(self, name: str, run: Callable[[Callable[[int], None], Callable[[StepRun], None],
-                                             Callable[[str, float, float, str], None]], StageReport]
-              ) -> StageReport: ...
+    def stage(self, name: str) -> AbstractContextManager[StageCallbacks]: ...
+
+    def stage_done(self, report: StageReport) -> None: ...
 
     def corpus_step(self, outcome: StepOutcome) -> None: ...
 
@@ -41,8 +55,11 @@ class BuildHooks(Protocol):
 
 
 class QuietHooks:
-    def stage(self, name, run):  # type: ignore[no-untyped-def]
-        return run(lambda n: None, lambda r: None, lambda sid, done, total, unit: None)
+    def stage(self, name: str) -> AbstractContextManager[StageCallbacks]:
+        return nullcontext(QUIET)
+
+    def stage_done(self, report: StageReport) -> None:
+        pass
 
     def corpus_step(self, outcome: StepOutcome) -> None:
         pass
@@ -57,7 +74,7 @@ class BuildReport:
     sessions: int  # how many sessions the session steps covered
     stages: list[StageReport] = field(default_factory=list)
     waiting: list[Waiting] = field(default_factory=list)
-    corpus: object | None = None  # pipeline.corpus.build.CorpusReport when the corpus steps ran
+    corpus: CorpusReport | None = None  # when the corpus steps ran
     corpus_not_run: str = ""  # why the planned corpus steps did not run
 
     @property
@@ -76,40 +93,49 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
         steps = [name for name in steps if name not in FOR_ANNOTATION]
     session_ids = tuple(session_ids)
     hooks = hooks or QuietHooks()
-    with build_lock(project):
-        context = Context.load(project, overrides)
-        entries = context.select(session_ids)
-        if not entries:
-            raise RescueError("the catalog lists no sessions",
-                              "run `rescue sample` for the built-in sample, or `rescue add-session` for your videos")
-        report = BuildReport(steps=steps, sessions=len(entries))
-        owned = executor is None
-        executor = executor or LocalExecutor(jobs)
-        try:
-            for name in steps:
-                if STEPS[name].scope == "session":
-                    report.stages.append(hooks.stage(name, _stage_runner(context, name, entries, executor)))
-        finally:
-            if owned:
-                executor.close()
-        report.waiting = waiting_sessions(context, entries, states=("failed", "blocked"))
-        corpus = [name for name in steps if STEPS[name].scope == "corpus"]
-        if corpus:
-            if not annotate:
-                report.corpus_not_run = "--no-annotation"
-            elif session_ids:
-                report.corpus_not_run = "sessions were named"
-            else:
-                from pipeline.corpus.build import build_corpus
-
-                report.corpus = build_corpus(project, steps=corpus, on_step=hooks.corpus_step,
-                                             on_begin=hooks.corpus_begin, overrides=overrides)
+    require_lock(project)  # taken once, by the writing command
+    context = Context.load(project, overrides)
+    entries = context.select(session_ids)
+    if not entries:
+        raise RescueError("the catalog lists no sessions",
+                          "run `rescue sample` for the built-in sample, or `rescue add-session` for your videos")
+    report = BuildReport(steps=steps, sessions=len(entries))
+    owned = executor is None
+    executor = executor or LocalExecutor(jobs)
+    corpus: CorpusRun | None = None
+    try:
+        for name in steps:  # graph order: every session step comes before the corpus steps
+            step = STEPS[name]
+            if step.partitioned_by == "session":
+                with hooks.stage(name) as callbacks:
+                    stage = run_session_step(context, step, entries, executor=executor, **callbacks._asdict())
+                report.stages.append(stage)
+                hooks.stage_done(stage)
+                continue
+            if corpus is None:  # the first corpus step: the session steps are through
+                if owned:  # a pool's workers (or Ray's) are not needed by the corpus steps
+                    executor.close()
+                    owned = False
+                report.waiting = _waiting(context, entries)
+                report.corpus_not_run = "--no-annotation" if not annotate else \
+                    "sessions were named" if session_ids else ""
+                if report.corpus_not_run:
+                    break
+                corpus = CorpusRun(project, [n for n in steps if STEPS[n].scope == "corpus"],
+                                   on_step=hooks.corpus_step, on_begin=hooks.corpus_begin, overrides=overrides)
+                if corpus.ctx is None:  # nothing to annotate yet: the report says why
+                    break
+            corpus.run(name)
+    finally:
+        if owned:
+            executor.close()
+        if corpus is not None:
+            corpus.close()
+    if corpus is None and not report.corpus_not_run:
+        report.waiting = _waiting(context, entries)
+    report.corpus = corpus.report() if corpus is not None else None
     return report
 
 
-def _stage_runner(context: Context, name: str, entries: list, executor: Executor):  # type: ignore[no-untyped-def]
-    def run(on_start, on_done, on_progress) -> StageReport:  # type: ignore[no-untyped-def]
-        return run_stage(context, STAGES[name], entries, executor=executor, on_start=on_start, on_done=on_done,
-                         on_progress=on_progress)
-
-    return run
+def _waiting(context: Context, entries: list) -> list[Waiting]:  # type: ignore[type-arg]
+    return waiting_sessions(context, entries, states=("failed", "blocked"))

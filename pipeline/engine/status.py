@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.corpus.state import corpus_status
+from pipeline.corpus.state import read_state
+from pipeline.engine.freshness import corpus_freshness
+from pipeline.engine.steps import CORPUS_STEPS
 from pipeline.engine.waiting import Waiting, waiting_sessions
 from pipeline.project import Project
-from pipeline.runner import Context, SessionStatus, orphans, session_status
+from pipeline.engine.runner import Context, SessionStatus, orphans, session_status
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
-from pipeline.stages import STAGES
+from pipeline.engine.session_steps import STAGES
 
 
 @dataclass
@@ -30,4 +32,23 @@ def status_table(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) 
     context = Context.load(project, overrides)
     rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
     kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
-    return StatusTable(context, rows, kept, corpus_status(project), waiting_sessions(context))
+    return StatusTable(context, rows, kept, corpus_steps(project, overrides), waiting_sessions(context))
+
+
+def corpus_steps(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> list[dict[str, object]]:
+    """Every corpus step: its state now and why (computed, nothing runs), and its last run, if any."""
+    last = {str(run["step"]): run for run in corpus_status(project)}
+    return [{"step": f.step, "state": f.state, "reason": f.reason,
+             **last.get(f.step, {"status": None, "finished_at": None, "elapsed_s": None, "error": ""})}
+            for f in corpus_freshness(project, overrides)]
+
+
+def corpus_status(project: Project) -> list[dict[str, object]]:
+    """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
+    found = []
+    for step in CORPUS_STEPS:
+        state = read_state(project, step)
+        if state is not None:
+            found.append({"step": step, "status": state.status, "finished_at": state.finished_at,
+                          "elapsed_s": state.elapsed_s, "error": state.error})
+    return found

@@ -11,8 +11,8 @@ from pydantic import Field
 
 from pipeline.engine.steps import CORPUS_STEPS, STEPS
 from pipeline.records import CatalogEntry, Record
-from pipeline.runner import Context, session_status
-from pipeline.stages import STAGES
+from pipeline.engine.runner import Context, session_status
+from pipeline.engine.session_steps import STAGES
 from pipeline.transcripts import rows_path
 
 

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from pipeline.records import CatalogEntry
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
-from pipeline.store import StageRun
+from pipeline.store import StepRun
 
 # (session id, done, total, unit) heard from inside a session's run; executors that cannot relay it stay silent
 ProgressHook = Callable[[str, float, float, str], None]
@@ -34,10 +34,10 @@ class SessionJob:
 class Executor(Protocol):
     name: str
 
-    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StageRun], None],
-            on_progress: ProgressHook) -> list[StageRun]:
-        """Run every job (outputs land in the build folder atomically); return one StageRun per job, sorted
-        by session id. A job's own failure is a `failed` StageRun, never an exception."""
+    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StepRun], None],
+            on_progress: ProgressHook) -> list[StepRun]:
+        """Run every job (outputs land in the build folder atomically); return one StepRun per job, sorted
+        by session id. A job's own failure is a `failed` StepRun, never an exception."""
         ...
 
     def close(self) -> None:

@@ -8,16 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
+from pipeline.engine.session_run import execute_session
 from pipeline.executors.base import ProgressHook, SessionJob
-from pipeline.session_run import execute_session
-from pipeline.store import StageRun
-
-
-def execute(job: SessionJob, on_progress: ProgressHook | None = None) -> StageRun:
-    """Top-level (picklable) so a pool can run it."""
-    hook = None if on_progress is None else (
-        lambda done, total, unit: on_progress(job.session_id, done, total, unit))
-    return execute_session(job.root, job.step, job.entry, job.fingerprint, hook, job.overrides)
+from pipeline.store import StepRun
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -39,18 +32,18 @@ class LocalExecutor:
     def __init__(self, jobs: int = 1) -> None:
         self.jobs = jobs
 
-    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StageRun], None],
-            on_progress: ProgressHook) -> list[StageRun]:
-        runs: list[StageRun] = []
+    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StepRun], None],
+            on_progress: ProgressHook) -> list[StepRun]:
+        runs: list[StepRun] = []
         if self.jobs > 1 and len(jobs) > 1:
             threads = max(1, (os.cpu_count() or 1) // self.jobs)
             with ProcessPoolExecutor(max_workers=self.jobs, initializer=share_cores, initargs=(threads,)) as pool:
-                for future in as_completed([pool.submit(execute, job) for job in jobs]):
+                for future in as_completed([pool.submit(execute_session, job) for job in jobs]):
                     runs.append(future.result())
                     on_done(runs[-1])
         else:
             for job in jobs:
-                runs.append(execute(job, on_progress))
+                runs.append(execute_session(job, on_progress))
                 on_done(runs[-1])
         return sorted(runs, key=lambda run: run.session_id)
 

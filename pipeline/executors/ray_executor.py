@@ -5,7 +5,7 @@ model loaded, so each actor loads it once for all the sessions it runs. Other st
 worker asks for the step's resources (`[tool.rescue.executor.<step>]`). A job whose worker dies is run again
 (`max_retries`); its outputs are written through `atomic_dir`, so a killed attempt leaves only a temp folder,
 which the driver sweeps when the stage ends. The driver alone records state and holds the build lock; this
-executor only hands back `StageRun`s. Progress inside a session is not relayed (only finished sessions).
+executor only hands back `StepRun`s. Progress inside a session is not relayed (only finished sessions).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 from pipeline import __version__
 from pipeline.errors import RescueError
 from pipeline.executors.base import ProgressHook, SessionJob
-from pipeline.executors.local import execute
+from pipeline.engine.session_run import execute_session
 from pipeline.executors.settings import ExecutorSettings, StepResources
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
-from pipeline.store import StageRun, sha256_json
+from pipeline.store import StepRun, sha256_json
 
 MODEL_STEPS = frozenset({"transcribe", "diarize"})
 # Non-secret variables a worker must see as the driver does (offline hubs); a command's flags travel with each
@@ -36,17 +36,17 @@ def forwarded_env() -> dict[str, str]:
 
 def step_settings(root: Path, step: str, overrides: SettingsOverrides = NO_OVERRIDES) -> Any:
     from pipeline.settings import load_settings
-    from pipeline.stages import STAGES
+    from pipeline.engine.session_steps import STAGES
 
     return STAGES[step].settings_of(load_settings(root, overrides))
 
 
-def _failed(job: SessionJob, error: str) -> StageRun:
-    return StageRun(stage=job.step, session_id=job.session_id, fingerprint=job.fingerprint, status="failed",
+def _failed(job: SessionJob, error: str) -> StepRun:
+    return StepRun(step=job.step, session_id=job.session_id, fingerprint=job.fingerprint, status="failed",
                     error=error, code_version=__version__)
 
 
-def run_job(job: SessionJob, expected_settings: str) -> StageRun:
+def run_job(job: SessionJob, expected_settings: str) -> StepRun:
     """Runs on a worker: refuse when this node resolves the step's settings differently from the driver (its
     outputs would not match the fingerprint), else run the job as the local executor does."""
     try:
@@ -57,13 +57,13 @@ def run_job(job: SessionJob, expected_settings: str) -> StageRun:
         return _failed(job, f"the Ray worker on {os.uname().nodename} resolves the {job.step} settings differently "
                             f"from the driver ({seen}) (fix: set device/model/pipeline explicitly in "
                             "[tool.rescue.speech], and the same environment (HF_TOKEN) on every node)")
-    return execute(job)
+    return execute_session(job)
 
 
 class StepWorker:
     """An actor: one process that runs one step's jobs in turn; its ModelSlot keeps the model between them."""
 
-    def run(self, job: SessionJob, expected_settings: str) -> StageRun:
+    def run(self, job: SessionJob, expected_settings: str) -> StepRun:
         return run_job(job, expected_settings)
 
     def pid(self) -> int:
@@ -101,8 +101,8 @@ class RayExecutor:
         self._checked: set[Path] = set()
         self._owned = connect(address)
 
-    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StageRun], None],
-            on_progress: ProgressHook) -> list[StageRun]:
+    def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StepRun], None],
+            on_progress: ProgressHook) -> list[StepRun]:
         if not jobs:
             return []
         root, step = jobs[0].root, jobs[0].step
@@ -143,32 +143,32 @@ class RayExecutor:
             fit = min(fit, int(self._cluster("GPU") // num_gpus + 1e-9))
         return max(1, min(fit, jobs))
 
-    def _outcome(self, job: SessionJob, exc: BaseException) -> tuple[StageRun, bool]:
-        """A failed StageRun for a job Ray could not finish, and whether its worker is gone for good."""
+    def _outcome(self, job: SessionJob, exc: BaseException) -> tuple[StepRun, bool]:
+        """A failed StepRun for a job Ray could not finish, and whether its worker is gone for good."""
         from ray.exceptions import RayTaskError
 
         if isinstance(exc, RayTaskError):  # the job raised past execute_session (a bug): the worker lives on
             return _failed(job, f"internal error on the Ray worker: {str(exc).strip().splitlines()[-1]}"), False
         return self._lost(job, exc), True
 
-    def _lost(self, job: SessionJob, exc: BaseException) -> StageRun:
+    def _lost(self, job: SessionJob, exc: BaseException) -> StepRun:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return _failed(job, f"the Ray worker running it died and {self.settings.max_retries} retries did not "
                             f"finish it: {type(exc).__name__}: {first} (fix: see the Ray logs of the node; "
                             "raise [tool.rescue.executor] max_retries or the step's resources)")
 
     def _as_tasks(self, jobs: Sequence[SessionJob], expected: str, options: dict,
-                  on_done: Callable[[StageRun], None]) -> list[StageRun]:
+                  on_done: Callable[[StepRun], None]) -> list[StepRun]:
         import ray
 
         remote = ray.remote(run_job).options(**options, max_retries=self.settings.max_retries, retry_exceptions=False)
         pending = {remote.remote(job, expected): job for job in jobs}
         return self._collect(pending, on_done)
 
-    def _collect(self, pending: dict, on_done: Callable[[StageRun], None]) -> list[StageRun]:
+    def _collect(self, pending: dict, on_done: Callable[[StepRun], None]) -> list[StepRun]:
         import ray
 
-        runs: list[StageRun] = []
+        runs: list[StepRun] = []
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             job = pending.pop(ready[0])
@@ -181,7 +181,7 @@ class RayExecutor:
         return runs
 
     def _on_actors(self, step: str, jobs: Sequence[SessionJob], expected: str, options: dict,
-                   resources: StepResources, on_done: Callable[[StageRun], None]) -> list[StageRun]:
+                   resources: StepResources, on_done: Callable[[StepRun], None]) -> list[StepRun]:
         """Each actor takes the next session when it finishes one; a dead actor is restarted by Ray and its job
         retried; one that stays dead is dropped, and its job (and any left with no actor) fails."""
         import ray
@@ -192,7 +192,7 @@ class RayExecutor:
         actors = [actor_class.remote() for _ in range(self._actor_count(resources, options["num_gpus"], len(jobs)))]
         queue = list(jobs)
         running: dict[Any, tuple[Any, SessionJob]] = {}
-        runs: list[StageRun] = []
+        runs: list[StepRun] = []
 
         def give(actor: Any) -> None:
             if queue:

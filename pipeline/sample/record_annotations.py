@@ -47,9 +47,9 @@ def export_text(tasks: list[dict[str, object]]) -> str:
 
 
 def _build_samples(root: Path) -> Project:
-    from pipeline.runner import Context, run_stage
+    from pipeline.engine.runner import Context, run_stage
     from pipeline.sample_sessions import install_samples
-    from pipeline.stages import STAGES
+    from pipeline.engine.session_steps import STAGES
 
     project = Project(root)
     project.raw_video.mkdir(parents=True, exist_ok=True)

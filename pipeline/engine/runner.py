@@ -4,31 +4,27 @@ atomically (optionally in a process pool), record each outcome, and rebuild the 
 from __future__ import annotations
 
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from pydantic import Field
 
-from pipeline import __version__, layout
+from pipeline import layout
 from pipeline.catalog import load_catalog
-from pipeline.errors import RescueError, os_error_message
+from pipeline.step import Inputs, State
+from pipeline.errors import RescueError
 from pipeline.executors.base import Executor, SessionJob
 from pipeline.executors.local import LocalExecutor
-from pipeline.session_run import execute_session, input_stamps
+from pipeline.engine.session_run import execute_session, input_stamps
 from pipeline.lock import build_lock
-from pipeline.progress import Reporter, reporting
+from pipeline.progress import Reporter
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
 from pipeline.settings import NO_OVERRIDES, Settings, SettingsOverrides, load_settings
-from pipeline.stages import STAGES, Stage
+from pipeline.engine.session_steps import STAGES, Stage
 from pipeline.store import (
-    FileStamp,
-    StageRun,
-    atomic_dir,
-    describe_outputs,
+    StepRun,
     outputs_intact,
     sha256_json,
     sweep_leftovers,
@@ -36,7 +32,6 @@ from pipeline.store import (
     write_text_atomic,
 )
 
-State = Literal["done", "stale", "failed", "pending", "blocked"]
 
 
 class SessionStatus(Record):
@@ -85,18 +80,18 @@ def state_path(project: Project, stage: Stage, session_id: str) -> Path:
     return layout.state_file(project, stage.name, session_id)
 
 
-def read_run(project: Project, stage: Stage, session_id: str) -> StageRun | None:
+def read_run(project: Project, stage: Stage, session_id: str) -> StepRun | None:
     path = state_path(project, stage, session_id)
     if not path.exists():
         return None
     try:
-        return StageRun.model_validate_json(path.read_text(encoding="utf-8"))
+        return StepRun.model_validate_json(path.read_text(encoding="utf-8"))
     except ValueError:
         return None  # unreadable state = never ran; the stage simply runs again
 
 
-def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
-    """Hash of everything the stage's output depends on; None while an upstream stage is not done."""
+def step_inputs(ctx: Context, stage: Stage, entry: CatalogEntry) -> Inputs | None:
+    """Everything the stage's output depends on for this session; None while an upstream stage is not done."""
     upstream = {}
     for name in stage.after:
         run = read_run(ctx.project, STAGES[name], entry.session_id)
@@ -104,13 +99,15 @@ def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
             return None
         # the upstream outputs' content (not their mtimes: a copied or migrated build stays up to date)
         upstream[name] = sha256_json([o.model_dump(exclude={"mtime_ns"}) for o in run.outputs])
-    return sha256_json({
-        "stage": stage.name,
-        "version": stage.version,
-        "settings": stage.settings_of(ctx.settings).model_dump(mode="json"),
-        "entry": entry.model_dump(mode="json"),
-        "upstream": upstream,
-    })
+    parts = {"settings": stage.settings_of(ctx.settings).model_dump(mode="json"),
+             "entry": entry.model_dump(mode="json"), "upstream": upstream}
+    return Inputs(stage.name, stage.version, parts, stage.settings, partitioned=True)
+
+
+def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
+    """The one fingerprint rule (`pipeline.step.Inputs`) over the session's inputs; None while blocked."""
+    inputs = step_inputs(ctx, stage, entry)
+    return inputs.fingerprint() if inputs is not None else None
 
 
 def waiting_for(project: Project, stage: Stage, session_id: str) -> str:
@@ -132,13 +129,13 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
         return SessionStatus(stage=stage.name, session_id=entry.session_id, state=state, reason=reason,
                              elapsed_s=run.elapsed_s if run is not None else None)
 
-    wanted = fingerprint(ctx, stage, entry)
-    if wanted is None:
+    inputs = step_inputs(ctx, stage, entry)
+    if inputs is None:
         return status("blocked", f"waiting for {waiting_for(ctx.project, stage, entry.session_id)}")
     if run is None:
         return status("pending")
-    if run.fingerprint != wanted:
-        return status("stale", "catalog entry, settings or stage version changed")
+    if run.fingerprint != inputs.fingerprint():
+        return status("stale", inputs.changed_since(run))
     if run.status == "failed":
         return status("failed", run.error)
     if run.inputs != input_stamps(ctx.project, stage, entry):
@@ -149,9 +146,11 @@ def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionSt
 
 
 def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
-                on_progress: Reporter | None = None, overrides: SettingsOverrides = NO_OVERRIDES) -> StageRun:
+                on_progress: Reporter | None = None, overrides: SettingsOverrides = NO_OVERRIDES) -> StepRun:
     """Run one stage for one session and record its outcome (the driver's job; see `execute_session`)."""
-    run = execute_session(root, stage_name, entry, wanted, on_progress, overrides)
+    job = SessionJob(root, stage_name, entry, wanted, overrides)
+    hook = None if on_progress is None else (lambda session, done, total, unit: on_progress(done, total, unit))
+    run = execute_session(job, hook)
     write_record_atomic(state_path(Project(root), STAGES[stage_name], entry.session_id), run)
     return run
 
@@ -173,24 +172,29 @@ def write_manifest(ctx: Context, stage: Stage) -> Path:
 def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
               executor: Executor | None = None,
               on_start: Callable[[int], None] = lambda n: None,
-              on_done: Callable[[StageRun], None] = lambda run: None,
+              on_done: Callable[[StepRun], None] = lambda run: None,
               on_progress: Callable[[str, float, float, str], None] = lambda session, done, total, unit: None
               ) -> StageReport:
-    """Run `stage` for each entry that is not up to date; failures are recorded, not raised. `on_progress`
-    hears (session, done, total, unit) from inside each session's run when sessions run one at a time;
-    with a process pool (`jobs` > 1) only whole sessions are reported (`on_done`)."""
+    """`run_session_step` for a caller that does not hold the build lock yet (a library call, a test)."""
     with build_lock(ctx.project):
-        return _run_stage_locked(ctx, stage, entries, jobs=jobs, executor=executor, on_start=on_start, on_done=on_done,
-                                 on_progress=on_progress)
+        return run_session_step(ctx, stage, entries, jobs=jobs, executor=executor, on_start=on_start,
+                                on_done=on_done, on_progress=on_progress)
 
 
-def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int,
-                      executor: Executor | None,
-                      on_start: Callable[[int], None], on_done: Callable[[StageRun], None],
-                      on_progress: Callable[[str, float, float, str], None]) -> StageReport:
+def run_session_step(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
+                     executor: Executor | None = None,
+                     on_start: Callable[[int], None] = lambda n: None,
+                     on_done: Callable[[StepRun], None] = lambda run: None,
+                     on_progress: Callable[[str, float, float, str], None] = lambda session, done, total, unit: None
+                     ) -> StageReport:
+    """Run `stage` for each entry that is not up to date; failures are recorded, not raised. The caller holds
+    the build lock (`rescue build` takes it once). `on_progress` hears (session, done, total, unit) from inside
+    each session's run when sessions run one at a time; with a process pool (`jobs` > 1) only whole sessions
+    are reported (`on_done`)."""
     started = time.perf_counter()  # debris of killed runs: swept once, by the build lock (pipeline/lock.py)
     report = StageReport(stage.name)
     todo: list[tuple[CatalogEntry, str]] = []
+    digests: dict[str, dict[str, str]] = {}
     for entry in entries:
         status = session_status(ctx, stage, entry)
         if status.state == "done":
@@ -199,11 +203,14 @@ def _run_stage_locked(ctx: Context, stage: Stage, entries: list[CatalogEntry], *
         elif status.state == "blocked":
             report.blocked.append(entry.session_id)
         else:
-            todo.append((entry, fingerprint(ctx, stage, entry) or ""))
+            inputs = step_inputs(ctx, stage, entry)
+            todo.append((entry, inputs.fingerprint() if inputs else ""))
+            digests[entry.session_id] = inputs.digests() if inputs else {}
     on_start(len(todo))
     jobs_todo = [SessionJob(ctx.project.root, stage.name, entry, wanted, ctx.overrides) for entry, wanted in todo]
 
-    def finished(run: StageRun) -> None:  # the driver alone records outcomes
+    def finished(run: StepRun) -> None:  # the driver alone records outcomes, with a digest per named input
+        run = run.model_copy(update={"input_digests": digests.get(run.session_id, {})})
         write_record_atomic(state_path(ctx.project, stage, run.session_id), run)
         on_done(run)
 
@@ -241,7 +248,7 @@ def _record_output_times(project: Project, stage: Stage, session_id: str) -> Non
 
 def orphans(ctx: Context, stage: Stage) -> list[str]:
     """Sessions with stored state that the catalog no longer lists (their outputs are kept)."""
-    base = ctx.project.build / "state" / stage.name
+    base = layout.state_dir(ctx.project, stage.name)
     if not base.exists():
         return []
     listed = {entry.session_id for entry in ctx.catalog}

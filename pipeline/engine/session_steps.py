@@ -4,42 +4,31 @@ new per-session step (e.g. preannotate, after rows) is one declaration here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-
-from pydantic import BaseModel
+from typing import Any
 
 from pipeline.layout import MEDIA_RECORD
 from pipeline.media.ingest import ingest_session
 from pipeline.project import Project
-from pipeline.records import CatalogEntry, Record, SessionMedia
-from pipeline.settings import Settings
+from pipeline.records import CatalogEntry, SessionMedia
+from pipeline.step import Step
 
 
-@dataclass(frozen=True)
-class Stage:
-    """A per-session stage: a pure function of its catalog entry, settings section and upstream outputs."""
+Stage = Step  # a per-session step: `Step(partitioned_by="session")` (pipeline/step.py)
 
-    name: str
-    version: str  # bump when the same inputs should give different outputs
-    area: str  # outputs go to build/<area>/<session_id>/
-    record_name: str  # the session's record in that folder; all of them form build/manifests/<name>.jsonl
-    record_type: type[Record]
-    after: tuple[str, ...]
-    settings_of: Callable[[Settings], BaseModel]
-    input_files: Callable[[Project, CatalogEntry], list[Path]]
-    run: Callable[[Project, CatalogEntry, Settings, Path, Path], Record]
-    summary: str
-    settings_sections: tuple[str, ...] = ()  # the [tool.rescue.*] sections `settings_of` reads (for the graph)
-    sources: str = ""  # the files outside build/ it reads, in words (the graph and docs)
+
+def session_step(**declared: Any) -> Step:
+    """A step partitioned by session; its outputs are its session folders and the manifest of their records."""
+    name, area = declared["name"], declared["area"]
+    return Step(partitioned_by="session", outputs=(f"build/{area}/<session>/", f"build/manifests/{name}.jsonl"),
+                **declared)
 
 
 def _ingest_inputs(project: Project, entry: CatalogEntry) -> list[Path]:
     return [project.abs(p) for p in (entry.video, entry.subtitles) if p]
 
 
-INGEST = Stage(
+INGEST = session_step(
     name="ingest",
     version="1",
     area="media",
@@ -48,9 +37,10 @@ INGEST = Stage(
     after=(),
     settings_of=lambda s: s.ingest,
     input_files=_ingest_inputs,
-    run=lambda project, entry, settings, workdir, final: ingest_session(project, entry, settings.ingest, workdir, final),
+    run=lambda project, entry, settings, workdir, final: ingest_session(project, entry, settings.ingest, workdir,
+                                                                        final),
     summary="validate + hash source, probe, cut clip, 16 kHz mono WAV, keyframes",
-    settings_sections=("ingest",), sources="the catalog entry's video and subtitles",
+    settings=("ingest",), sources="the catalog entry's video and subtitles",
 )
 
 # Speech family (pipeline/speech): one build area per stage, since a stage replaces its whole session folder.
@@ -60,29 +50,29 @@ from pipeline.speech import transcript_stage as _rows  # noqa: E402
 from pipeline.speech.records import DiarizationRecord, TranscriptionRecord, TranscriptSummary  # noqa: E402
 from pipeline.speech.settings import resolve_diarization, rows_stage_settings, transcribe_stage_settings  # noqa: E402
 
-TRANSCRIBE = Stage(
+TRANSCRIBE = session_step(
     name="transcribe", version="1", area=_transcribe.AREA, record_name=_transcribe.RECORD_NAME,
     record_type=TranscriptionRecord, after=("ingest",),
     settings_of=lambda s: transcribe_stage_settings(s.speech),
     input_files=_transcribe.transcribe_inputs, run=_transcribe.transcribe_session,
     summary="WhisperX words with times (or the catalog's subtitles as text and timing)",
-    settings_sections=("speech", "speech.asr"), sources="the subtitles, where they are the text source",
+    settings=("speech", "speech.asr"), sources="the subtitles, where they are the text source",
 )
-DIARIZE = Stage(
+DIARIZE = session_step(
     name="diarize", version="1", area=_diarize.AREA, record_name=_diarize.RECORD_NAME,
     record_type=DiarizationRecord, after=("ingest",),
     settings_of=lambda s: resolve_diarization(s.speech.diarization),
     input_files=lambda project, entry: [], run=_diarize.diarize_session,
     summary="pyannote.audio speaker turns (overlaps kept), RTTM",
-    settings_sections=("speech.diarization",),
+    settings=("speech.diarization",),
 )
-ROWS = Stage(
+ROWS = session_step(
     name="rows", version="1", area=_rows.AREA, record_name=_rows.RECORD_NAME,
     record_type=TranscriptSummary, after=("transcribe", "diarize"),
     settings_of=lambda s: rows_stage_settings(s.speech),
     input_files=_rows.rows_inputs, run=_rows.rows_session,
     summary="words -> speakers -> participants -> rows; JSON/SRT/VTT/RTTM exports; per-row clips",
-    settings_sections=("speech", "speech.rows"), sources="raw_video/speaker_maps/<session>.toml and the subtitles",
+    settings=("speech", "speech.rows"), sources="raw_video/speaker_maps/<session>.toml and the subtitles",
 )
 
 
@@ -90,13 +80,13 @@ ROWS = Stage(
 from pipeline.preannotate import stage as _preannotate  # noqa: E402
 from pipeline.preannotate.drafts import SessionDrafts  # noqa: E402
 
-PREANNOTATE = Stage(
+PREANNOTATE = session_step(
     name="preannotate", version="1", area=_preannotate.AREA, record_name=_preannotate.RECORD_NAME,
     record_type=SessionDrafts, after=("rows",),
     settings_of=_preannotate.stage_settings,
     input_files=_preannotate.preannotate_inputs, run=_preannotate.preannotate_session,
     summary="drafts of every label field (backend: transcript, gold-model or openai) for push to pre-fill",
-    settings_sections=("preannotate", "annotate.schema_file"), sources="the training gold files (gold-model)",
+    settings=("preannotate", "annotate.schema_file"), sources="the training gold files (gold-model)",
 )
 
 STAGES: dict[str, Stage] = {stage.name: stage for stage in (INGEST, TRANSCRIBE, DIARIZE, ROWS, PREANNOTATE)}

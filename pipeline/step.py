@@ -1,0 +1,180 @@
+"""One step of the build graph (`Step`, declared once beside its function), the one freshness rule of every
+step, and the one vocabulary `rescue status` and the build use for it. Ground floor: the engine
+(pipeline/engine/) runs the steps, the step packages declare them, and neither imports the other back.
+
+A step is up to date ("done") when the fingerprint of its named inputs equals its last successful run's and
+every output it recorded still has its content. The run records a digest per named input as well, so when the
+fingerprint differs the engine can say *which* input changed ("settings [tool.rescue.agreement]") without
+running anything (`rescue status`, like `dvc status`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from pydantic import ConfigDict, ValidationError
+
+from pipeline import __version__
+from pipeline.records import Record
+from pipeline.store import StepRun, sha256_json
+
+LABEL_STUDIO = "label-studio"  # a resource: the engine opens the server only for a step that needs it
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step: its function, inputs (upstream steps, settings sections, sources), outputs and code version.
+
+    `partitioned_by="session"`: it runs once per catalog session, in a temp folder that replaces
+    build/<area>/<session>/ on success, as `run(project, entry, settings, workdir, final) -> record`; the
+    session fields below say what it reads and where it writes. Otherwise it runs once for the corpus as
+    `run(ctx)` (ctx: the build's `CorpusContext`), fingerprints its own named `Inputs`, records what it keeps
+    for the next run as its own `StepDetail`, and `check(ctx)` says whether it is up to date without running.
+    """
+
+    name: str
+    run: Callable[..., Any]
+    after: tuple[str, ...]  # upstream steps
+    settings: tuple[str, ...]  # the [tool.rescue.*] sections it reads
+    outputs: tuple[str, ...]  # where it writes (pipeline/layout.py spells each path)
+    summary: str
+    version: str = "1"  # bump when the same inputs should give different outputs
+    partitioned_by: Literal["session"] | None = None
+    sources: str = ""  # what it reads outside build/, in words
+    needs: tuple[str, ...] = ()  # resources it opens (LABEL_STUDIO)
+    after_sessions: bool = False  # a corpus step that also waits for every last session step (the engine adds them)
+    # a corpus step that reads the server: why its own inputs make the server worth opening (None: they do not)
+    server_check: Callable[[Any], str | None] | None = None
+    # a corpus step: its state now and why, computed without running (`rescue status`); None: its last run's
+    check: Callable[[Any], tuple[State, str]] | None = None
+    # -- partitioned by session only --
+    area: str = ""  # outputs go to build/<area>/<session_id>/
+    record_name: str = ""  # the session's record there; all of them form build/manifests/<name>.jsonl
+    record_type: type | None = None
+    settings_of: Callable[[Any], Any] | None = None  # the settings the fingerprint covers
+    input_files: Callable[[Any, Any], list[Any]] = lambda project, entry: []  # source files, stamped by size/mtime
+
+    @property
+    def scope(self) -> Literal["session", "corpus"]:
+        return "session" if self.partitioned_by == "session" else "corpus"
+
+
+State = Literal["done", "stale", "failed", "pending", "blocked"]
+"""What a step *is* now (`rescue status`), for a session step per session and for a corpus step alike.
+done: up to date; stale: it would run (the reason says what changed); failed: its last run failed;
+pending: it never ran; blocked: what it needs is not there yet (the reason names it)."""
+
+Outcome = Literal["ran", "up to date", "not needed", "skipped", "waiting"]
+"""What a build *did* with a step: ran it; found it up to date; did not need it (nothing it reads can have
+changed: the server's database is unchanged, or no stored sample session is in the catalog); skipped it
+(a setting turns it off); or could not run it yet (waiting: what it needs is not there, e.g. no gold yet;
+its state is then `blocked`)."""
+
+Check = Callable[[Any], tuple[State, str]]  # a corpus step's `check`: its state now and why, nothing run
+
+
+def last_run_state(run: StepRun | None) -> tuple[State, str]:
+    """A step that names no inputs of its own: its last run says it (never ran, failed, or done)."""
+    if run is None:
+        return "pending", "it never ran"
+    if run.status == "failed":
+        return "failed", run.error
+    return "done", ""
+
+
+D = TypeVar("D", bound="StepDetail")
+
+
+class StepDetail(Record):
+    """What one corpus step keeps for its next run (`StepRun.detail`), one typed record per step, declared
+    beside it. Keys a record of an earlier build holds that the step no longer keeps are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    @classmethod
+    def of(cls: type[D], run: StepRun | None) -> D | None:
+        """The detail `run` recorded; None without a run, or when the record is not this step's detail."""
+        if run is None:
+            return None
+        try:
+            return cls.model_validate(run.detail)
+        except ValidationError:
+            return None  # a damaged record: as if the step had kept nothing (it runs again)
+
+
+# What a named input is, in words, for the reasons `rescue status` and the build print.
+INPUT_WORDS = {
+    "annotations": "the annotation snapshot", "adjudications": "the adjudicators' answers",
+    "rows": "the transcript rows", "schema": "the annotation schema", "media": "the session videos",
+    "drafts": "the drafts", "gold": "the gold file", "task_settings": "the task settings file",
+    "version": "the release version", "models": "the models behind the rows", "license": "the release license",
+    "clips": "the release clips", "citation": "the citation", "public": "the public flag",
+    "agreement": "the agreement report", "entry": "the catalog entry", "upstream": "an upstream step's outputs",
+}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """A step's named inputs: everything that decides its output (never times or paths that do not)."""
+
+    step: str
+    version: str  # bump when the same inputs should give different outputs
+    parts: Mapping[str, object]
+    settings_sections: tuple[str, ...] = field(default=())  # how the "settings" part is named in reasons
+    # a step partitioned by session leaves the code version out (a new release must not re-transcribe every
+    # session) and keeps the key names its records were first written with, so existing builds stay up to date
+    partitioned: bool = False
+
+    def fingerprint(self) -> str:
+        head = {"stage": self.step, "version": self.version} if self.partitioned else \
+            {"step": self.step, "step_version": self.version, "code": __version__}
+        return sha256_json({**head, **self.parts})
+
+    def digests(self) -> dict[str, str]:
+        """One digest per named input (recorded with the run, so a later check can say which one changed)."""
+        return {name: sha256_json(value) for name, value in self.parts.items()}
+
+    def changed_since(self, run: StepRun) -> str:
+        """Why `run` (a done run with another fingerprint) is out of date, in words."""
+        if not self.partitioned and run.code_version != __version__:
+            return f"the code changed ({run.code_version} -> {__version__})"
+        if not run.input_digests:
+            return "its inputs changed (" + ", ".join(self._word(name) for name in self.parts) + \
+                "; the last run recorded no per-input digests)"
+        now = self.digests()
+        changed = [name for name in now if run.input_digests.get(name) != now[name]]
+        changed += [name for name in run.input_digests if name not in now]
+        if not changed:
+            return "the step's version changed"
+        return "changed since its last run: " + ", ".join(self._word(name) for name in changed)
+
+    def _word(self, name: str) -> str:
+        if name == "settings":
+            sections = ", ".join(f"[tool.rescue.{s}]" for s in self.settings_sections)
+            return f"settings {sections}" if sections else "its settings"
+        return INPUT_WORDS.get(name, name)
+
+
+class Freshness(Record):
+    """Whether one step (for one session, or for the corpus: `session_id` "") is up to date, and why not."""
+
+    step: str
+    session_id: str = ""
+    state: State
+    reason: str = ""
+
+
+def judge(run: StepRun | None, inputs: Inputs, damaged: list[str] | None = None) -> tuple[State, str]:
+    """The one rule: pending (never ran), failed, stale (fingerprint differs, or outputs damaged), or done.
+    `damaged`: the recorded outputs that no longer have their content (None: not checked here)."""
+    if run is None:
+        return "pending", "it never ran"
+    if run.status == "failed":
+        return "failed", run.error
+    if run.fingerprint != inputs.fingerprint():
+        return "stale", inputs.changed_since(run)
+    if damaged:
+        return "stale", f"outputs missing or changed: {', '.join(damaged[:3])}{' ...' if len(damaged) > 3 else ''}"
+    return "done", ""
