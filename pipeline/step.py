@@ -107,6 +107,7 @@ class StepDetail(Record):
 # What a named input is, in words, for the reasons `rescue status` and the build print.
 INPUT_WORDS = {
     "annotations": "the annotation snapshot", "adjudications": "the adjudicators' answers",
+    "adjudication_tasks": "the adjudication tasks (the report links them)",
     "rows": "the transcript rows", "schema": "the annotation schema", "media": "the session videos",
     "drafts": "the drafts", "gold": "the gold file", "task_settings": "the task settings file",
     "version": "the release version", "models": "the models behind the rows", "license": "the release license",

@@ -58,6 +58,15 @@ def test_status_says_which_corpus_steps_a_settings_change_makes_stale_without_ru
         assert f"{step}: ran" in rebuilt.output, (step, rebuilt.output)
     assert {state for state, _ in corpus_states(project).values()} == {"done"}
 
+    tasks = project.build / "adjudication" / "tasks.json"  # which task adjudicates which row: the report links them
+    linked = json.loads(tasks.read_text(encoding="utf-8"))
+    assert linked["tasks"], linked  # the sample's disputes were queued for adjudication
+    row = next(iter(linked["tasks"]))
+    linked["tasks"][row] += 1000  # a row asked again: a newer adjudication task
+    tasks.write_text(json.dumps(linked), encoding="utf-8")
+    assert corpus_states(project)["agree"] == (
+        "stale", "changed since its last run: the adjudication tasks (the report links them)")
+
     gold = project.build / "gold" / "benchmark.jsonl"
     gold.write_bytes(gold.read_bytes() + b"\n")  # an output edited behind the build's back
     state, reason = corpus_states(project)["gold"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline import layout
+from pipeline.agreement.adjudication_tasks import TASKS_FILE
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.checks import over_snapshot, stored_sample
 from pipeline.corpus.context import CorpusContext
@@ -43,8 +44,12 @@ class GoldDetail(StepDetail):
 
 def agree_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
     answers = adjudication_answers(ctx.project)
+    # the report links each dispute to its adjudication task: a new or re-asked task changes the report
+    tasks = layout.adjudication_dir(ctx.project) / TASKS_FILE
+    linked = {"adjudication_tasks": file_sha(tasks)} if tasks.is_file() else {}  # absent: the fingerprint as before
     return Inputs("agree", AGREE.version, dict(annotations=file_sha(snapshot), settings=_settings_json(ctx),
-                                     schema=ctx.schema_sha, adjudications=file_sha(answers) if answers else ""),
+                                     schema=ctx.schema_sha, adjudications=file_sha(answers) if answers else "",
+                                     **linked),
                   AGREEMENT)
 
 
