@@ -1,26 +1,34 @@
-"""The one adapter for matplotlib (imported lazily, Agg backend): release figures as PNG bytes.
+"""The one adapter for matplotlib (imported lazily, Agg canvas): release figures as PNG bytes.
 
 Byte-stable: matplotlib's default style (not the user's matplotlibrc), a fixed size and dpi, and no
 `Software` text chunk; Agg writes no time into a PNG. Same matplotlib version + same data = same bytes.
+Figures are made as bare `matplotlib.figure.Figure` objects, without pyplot (its import and figure manager
+cost time and change no pixel: the PNGs are the bytes pyplot made).
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 _DPI = 100
 
 
-def _pyplot() -> Any:
-    import matplotlib
+def _import_matplotlib() -> None:
+    """What drawing needs, imported (the child of `rendering` does it while its jobs are still being made)."""
+    import matplotlib.backends.backend_agg  # noqa: F401  (savefig's PNG canvas)
+    import matplotlib.figure  # noqa: F401
+    import matplotlib.style  # noqa: F401
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
 
-    return plt
+def _subplots(figsize: tuple[float, float], **grid: Any) -> tuple[Any, Any]:
+    """A figure and its axes, as pyplot.subplots makes them, but not registered with pyplot."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(**grid)
 
 
 def matplotlib_version() -> str:
@@ -30,21 +38,18 @@ def matplotlib_version() -> str:
 
 
 def _png(fig: Any) -> bytes:
-    plt = _pyplot()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=_DPI, metadata={"Software": None})
-    plt.close(fig)
     return buffer.getvalue()
 
 
 def transition_png(labels: list[str], matrix: list[list[float]], counts: list[list[int]], title: str) -> bytes:
     """Heatmap of the row-normalised transition matrix (self-transitions excluded), counts in the cells."""
-    plt = _pyplot()
     import matplotlib.style
 
     with matplotlib.style.context("default"):
         size = max(4.0, 0.75 * len(labels) + 2.5)
-        fig, ax = plt.subplots(figsize=(size + 1.2, size))
+        fig, ax = _subplots((size + 1.2, size))
         if labels:
             image = ax.imshow(matrix, cmap="Blues", vmin=0.0, vmax=1.0)
             fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="share of transitions out of the row label")
@@ -67,11 +72,10 @@ def transition_png(labels: list[str], matrix: list[list[float]], counts: list[li
 
 def distribution_png(title: str, panels: dict[str, dict[str, int]], xlabel: str) -> bytes:
     """Bar charts of gold label counts, one panel per scenario."""
-    plt = _pyplot()
     import matplotlib.style
 
     with matplotlib.style.context("default"):
-        fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.0), squeeze=False)
+        fig, axes = _subplots((5.0 * len(panels), 4.0), nrows=1, ncols=len(panels), squeeze=False)
         for ax, (scenario, counts) in zip(axes[0], panels.items()):
             keys = list(counts)
             ax.bar(range(len(keys)), [counts[k] for k in keys], color="#4c72b0")
@@ -93,51 +97,84 @@ def render_jobs(jobs: list[tuple[str, str, tuple]]) -> dict[str, bytes]:
     return {path: kinds[kind](*args) for path, kind, args in jobs}
 
 
-@contextmanager
-def rendering(jobs: list[tuple[str, str, tuple]]) -> Iterator[Callable[[], dict[str, bytes]]]:
-    """Render the jobs in a separate Python process while the caller writes other files (the freeze's critical
-    path is its data files); the yielded call waits for the PNGs. The child runs this module alone (not the
-    caller's script) with the same interpreter and package, so the bytes are those `render_jobs` makes here;
-    where the child cannot start or fails, they are drawn in this process."""
-    import os
-    import pickle
-    import subprocess
-    import sys
-    from pathlib import Path
+class Drawing:
+    """Figures drawn in a child process, started before its jobs are known so that matplotlib's import overlaps
+    the caller's work (`draw` hands the jobs over; calling the object waits for the PNGs). The child runs this
+    module alone (not the caller's script) with the same interpreter and package, so the bytes are those
+    `render_jobs` makes here; where the child cannot start or fails, they are drawn in this process."""
 
-    package_parent = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
-    child: subprocess.Popen | None = None
-    try:
-        child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, env=env)
-        assert child.stdin is not None
-        child.stdin.write(pickle.dumps(jobs))
-        child.stdin.close()
-    except OSError:
-        child = None
+    def __init__(self) -> None:
+        import os
+        import subprocess
+        import sys
+        from pathlib import Path
 
-    def result() -> dict[str, bytes]:
-        if child is not None:
-            assert child.stdout is not None
-            data = child.stdout.read()
-            if child.wait() == 0:
+        package_parent = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ,
+               "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, os.environ.get("PYTHONPATH")]))}
+        self.jobs: list[tuple[str, str, tuple]] | None = None
+        self.child: subprocess.Popen | None = None
+        try:
+            self.child = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        except OSError:
+            self.child = None
+
+    def draw(self, jobs: list[tuple[str, str, tuple]]) -> None:
+        import pickle
+
+        self.jobs = jobs
+        if self.child is not None:
+            assert self.child.stdin is not None
+            try:
+                self.child.stdin.write(pickle.dumps(jobs))
+                self.child.stdin.close()
+            except OSError:  # the child died (then the figures are drawn here)
+                self.stop()
+
+    def __call__(self) -> dict[str, bytes]:
+        import pickle
+
+        if self.jobs is None:
+            raise RuntimeError("Drawing called before draw(jobs)")
+        if self.child is not None:
+            assert self.child.stdout is not None
+            data = self.child.stdout.read()
+            if self.child.wait() == 0:
                 try:
                     return pickle.loads(data)
                 except (pickle.UnpicklingError, EOFError):
                     pass
-        return render_jobs(jobs)
+        return render_jobs(self.jobs)
 
+    def stop(self) -> None:
+        """End the child if it still runs (the caller failed, or the child can no longer be fed); a later call
+        draws the figures here."""
+        child, self.child = self.child, None
+        if child is not None:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            for pipe in (child.stdin, child.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+
+@contextmanager
+def rendering(jobs: list[tuple[str, str, tuple]] | None = None) -> Iterator[Drawing]:
+    """A `Drawing` (its child started now), given `jobs` now if known; the child is ended when the block ends."""
+    drawing = Drawing()
     try:
-        yield result
+        if jobs is not None:
+            drawing.draw(jobs)
+        yield drawing
     finally:
-        if child is not None and child.poll() is None:
-            child.kill()
-            child.wait()
+        drawing.stop()
 
 
-if __name__ == "__main__":  # the child of `rendering`: jobs pickled on stdin, PNG bytes pickled on stdout
+if __name__ == "__main__":  # the child of `Drawing`: jobs pickled on stdin, PNG bytes pickled on stdout
     import pickle
     import sys
 
+    _import_matplotlib()  # while the parent still builds what the jobs are drawn from
     sys.stdout.buffer.write(pickle.dumps(render_jobs(pickle.loads(sys.stdin.buffer.read()))))
