@@ -230,7 +230,7 @@ def _native_path(records: Sequence[dict[str, Any]], jsonl: bytes) -> tuple[bytes
         return None
     try:
         data = _arrow_write(table)
-        back = pq.read_table(pa.BufferReader(data))
+        back = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)  # read_table imports pyarrow.dataset
     except (pa.ArrowException, TypeError, ValueError):
         return None
     if not back.equals(table):  # the read-back check: same types and values (nulls where they were), in C++
