@@ -121,7 +121,7 @@ class ReleaseSummary(Record):
 class ReleaseWriter:
     """Writes release files under a folder, hashing and counting rows (a JSONL file is held whole once: its Parquet
     twin is read from its text). A JSONL file is written, hashed and given its Parquet twin in a background thread,
-    one file at a time, while the main thread builds the next file's text: hashing, writing, Arrow and polars run
+    one file at a time, while the main thread builds the next file's text: hashing, writing and Arrow run
     outside Python's lock, so that work leaves the critical path where a core is free. Call `close()` when done
     (it waits for the last file)."""
 
