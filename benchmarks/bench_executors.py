@@ -29,6 +29,7 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
@@ -103,6 +104,32 @@ def build_once(sources: Path, work: Path, executor: object) -> dict:
         stages[name], sessions[name] = report.elapsed_s, inside
     return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages, "sessions": sessions, "load": load,
             "driver_imported_torch": "torch" in sys.modules}  # then forked pool workers start with it
+
+
+def _build_in_own_session(queue: Any, sources: Path, work: Path) -> None:
+    os.setsid()  # its own autogroup, as the Ray cluster's processes (`ray start` runs in a new session)
+    try:
+        queue.put(build_once(sources, work, LocalExecutor(WORKERS)))
+    except BaseException:  # handed to the parent, which would otherwise wait for a result forever
+        queue.put({"error": traceback.format_exc()})
+
+
+def local_build(sources: Path, work: Path) -> dict:
+    """The local executor's build in a process of its own session. Linux (autogroup, on here) shares the CPU
+    fairly between sessions, not processes: the Ray cluster started by `ray start` has its own session, so on a
+    loaded machine its workers got a whole session's share while the local pool's workers shared this script's
+    session with whatever else it ran. Both now get a session of their own."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_build_in_own_session, args=(queue, sources, work))
+    child.start()
+    result = queue.get()
+    child.join()
+    if "error" in result:
+        raise RuntimeError(f"the local build failed:\n{result['error']}")
+    return result
 
 
 def spread(values: list[float]) -> dict:
@@ -206,10 +233,13 @@ def bench(repeats: int, with_probe: bool = True) -> dict:
         probes = probe_workers(audios) if with_probe else {}  # first: a fault here shows before the long builds
         print(json.dumps({"probes": probes}), flush=True)
         for _ in range(repeats):
-            for name, executor in (("local", LocalExecutor(WORKERS)), ("ray", ray_executor)):
-                started = getattr(executor, "actors_started", 0)
-                runs[name].append(build_once(samples / "raw_video", scratch / name, executor))
-                if name == "ray":  # model actors created in this build (kept from transcribe for diarize)
+            for name in ("local", "ray"):
+                if name == "local":
+                    runs[name].append(local_build(samples / "raw_video", scratch / name))
+                else:
+                    started = ray_executor.actors_started
+                    runs[name].append(build_once(samples / "raw_video", scratch / name, ray_executor))
+                    # model actors created in this build (kept from transcribe for diarize)
                     runs[name][-1]["actors_started"] = ray_executor.actors_started - started
                 print(json.dumps({name: runs[name][-1]}), flush=True)  # kept in the log if a later run fails
         loads = dict(ray_executor.model_loads)
