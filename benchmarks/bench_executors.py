@@ -29,6 +29,7 @@ import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
@@ -83,7 +84,7 @@ def add_pyannote_sample(project: Project) -> None:
 
 def build_once(sources: Path, work: Path, executor: object) -> dict:
     """All stages ingest → preannotate from an empty build/; wall seconds per stage and in all, and each
-    session's seconds inside its worker (StageRun.elapsed_s) per stage."""
+    session's seconds inside its worker (StepRun.elapsed_s) per stage."""
     if work.exists():
         shutil.rmtree(work)
     shutil.copytree(sources, work / "raw_video")
@@ -91,6 +92,7 @@ def build_once(sources: Path, work: Path, executor: object) -> dict:
     context = Context.load(Project(work))
     entries = context.select()
     named = [entry for entry in entries if not entry.session_id.startswith(PYANNOTE_SAMPLE)]
+    load = round(os.getloadavg()[0], 2)  # other work on the shared machine at this run's start
     stages, sessions, began = {}, {}, time.perf_counter()
     for name, stage in STAGES.items():
         inside: dict[str, float] = {}
@@ -100,8 +102,34 @@ def build_once(sources: Path, work: Path, executor: object) -> dict:
                            on_done=lambda run, inside=inside: inside.__setitem__(run.session_id, run.elapsed_s))
         assert not report.failed, report.failed
         stages[name], sessions[name] = report.elapsed_s, inside
-    return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages, "sessions": sessions,
+    return {"wall_s": round(time.perf_counter() - began, 2), "stages": stages, "sessions": sessions, "load": load,
             "driver_imported_torch": "torch" in sys.modules}  # then forked pool workers start with it
+
+
+def _build_in_own_session(queue: Any, sources: Path, work: Path) -> None:
+    os.setsid()  # its own autogroup, as the Ray cluster's processes (`ray start` runs in a new session)
+    try:
+        queue.put(build_once(sources, work, LocalExecutor(WORKERS)))
+    except BaseException:  # handed to the parent, which would otherwise wait for a result forever
+        queue.put({"error": traceback.format_exc()})
+
+
+def local_build(sources: Path, work: Path) -> dict:
+    """The local executor's build in a process of its own session. Linux (autogroup, on here) shares the CPU
+    fairly between sessions, not processes: the Ray cluster started by `ray start` has its own session, so on a
+    loaded machine its workers got a whole session's share while the local pool's workers shared this script's
+    session with whatever else it ran. Both now get a session of their own."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_build_in_own_session, args=(queue, sources, work))
+    child.start()
+    result = queue.get()
+    child.join()
+    if "error" in result:
+        raise RuntimeError(f"the local build failed:\n{result['error']}")
+    return result
 
 
 def spread(values: list[float]) -> dict:
@@ -205,8 +233,14 @@ def bench(repeats: int, with_probe: bool = True) -> dict:
         probes = probe_workers(audios) if with_probe else {}  # first: a fault here shows before the long builds
         print(json.dumps({"probes": probes}), flush=True)
         for _ in range(repeats):
-            for name, executor in (("local", LocalExecutor(WORKERS)), ("ray", ray_executor)):
-                runs[name].append(build_once(samples / "raw_video", scratch / name, executor))
+            for name in ("local", "ray"):
+                if name == "local":
+                    runs[name].append(local_build(samples / "raw_video", scratch / name))
+                else:
+                    started = ray_executor.actors_started
+                    runs[name].append(build_once(samples / "raw_video", scratch / name, ray_executor))
+                    # model actors created in this build (kept from transcribe for diarize)
+                    runs[name][-1]["actors_started"] = ray_executor.actors_started - started
                 print(json.dumps({name: runs[name][-1]}), flush=True)  # kept in the log if a later run fails
         loads = dict(ray_executor.model_loads)
         overhead = scheduler_overhead()
@@ -230,6 +264,11 @@ def bench(repeats: int, with_probe: bool = True) -> dict:
     }
 
 
+def _loads(runs: dict[str, list[dict]]) -> str:
+    found = [run["load"] for name in ("local", "ray") for run in runs[name] if "load" in run]
+    return f"{min(found):.1f}-{max(found):.1f}" if found else "n/a"
+
+
 def _cell(stat: dict) -> str:
     return f"{stat['fastest']:.1f} / {stat['median']:.1f} / {stat['spread']:.1f}"
 
@@ -244,8 +283,9 @@ def markdown(result: dict) -> str:
              f"(3 sessions, {result['audio_s']:.1f} s of audio; pyannote's through diarize only), ingest → "
              "preannotate from an empty build/, "
              f"{result['workers']} workers each, {result['repeats']} alternating runs per executor; load average "
-             f"{result['load_average_1min_at_start']} at the start, {result['load_average_1min_at_end']} at the end "
-             "(other developers' tests ran on the same 2 cores meanwhile).", "",
+             f"{result['load_average_1min_at_start']} at the start, {result['load_average_1min_at_end']} at the end, "
+             f"{_loads(result['runs'])} at each run's start (other developers' tests ran on the same 2 cores "
+             "meanwhile).", "",
              "Seconds per stage, **fastest / median / spread** (spread = slowest - fastest):", "",
              "| executor | " + " | ".join(STAGES) + " | all |", "|---|" + "---|" * (len(STAGES) + 1)]
     for name, label in (("local", f"local (`-j {result['workers']}`)"), ("ray", f"ray ({result['workers']} workers)")):
@@ -256,10 +296,13 @@ def markdown(result: dict) -> str:
               f"{result['repeats']}, {result['wall_ratio_median']:.2f} by the medians (goal <= 1.10); transcribe "
               f"alone {transcribe['ray']['fastest'] / transcribe['local']['fastest']:.2f} fastest, "
               f"{transcribe['ray']['median'] / transcribe['local']['median']:.2f} by the medians.", "",
-              "Inside two transcribe workers started at once (benchmarks/executor_probe.py; seconds wall (CPU), "
-              "one figure per worker; `waited` = from handing the job over to the worker starting it):", "",
-              "| CTranslate2 threads | executor | waited | import torch + whisperx | model load | inference "
-              "| threads (OMP, torch, CTranslate2) |", "|---|---|---|---|---|---|---|"]
+              "Ray model actors started per build (transcribe's kept for diarize): "
+              + ", ".join(str(run.get("actors_started", "?")) for run in result["runs"]["ray"]) + "."]
+    if result["probes"]:
+        lines += ["", "Inside two transcribe workers started at once (benchmarks/executor_probe.py; seconds wall "
+                  "(CPU), one figure per worker; `waited` = from handing the job over to the worker starting it):", "",
+                  "| CTranslate2 threads | executor | waited | import torch + whisperx | model load | inference "
+                  "| threads (OMP, torch, CTranslate2) |", "|---|---|---|---|---|---|---|"]
     for label, by_executor in result["probes"].items():
         for name, workers in by_executor.items():
             waited = "; ".join(f"{w['waited_s']:.1f}" for w in workers)
@@ -269,7 +312,8 @@ def markdown(result: dict) -> str:
                          f"(already imported: {inherited}) | {_probe_cell(workers, 'load')} "
                          f"| {_probe_cell(workers, 'inference')} | {threads['OMP_NUM_THREADS']}, {threads['torch']}, "
                          f"{threads['ctranslate2']} |")
-    loads = "; ".join(f"{step}: " + ", ".join(str(sum(c.values())) for c in counts)
+    models = {"transcribe": "whisperx", "diarize": "pyannote"}  # a kept actor's counts also list the earlier step's
+    loads = "; ".join(f"{step}: " + ", ".join(str(c.get(models.get(step, ""), sum(c.values()))) for c in counts)
                       for step, counts in result["model_loads_per_worker"].items())
     lines += ["", f"Scheduler overhead per task (empty task, {OVERHEAD_TASKS} runs): "
               f"**{1000 * (over['serial_s'] - over['direct_s']):.2f} ms** one at a time (submit + wait), "

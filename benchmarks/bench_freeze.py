@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/bench_freeze.py [--scales 1 10] [--repeats 3]
 
-Each run is a fresh process (so peak RSS and the lazy polars/pyarrow/matplotlib imports count per run). CPU time
+Each run is a fresh process (so peak RSS and the lazy pyarrow/matplotlib imports count per run). CPU time
 is split three ways: the main thread (the critical path: it builds the instances and the JSONL text, and waits
 for the rest), the release writer's Parquet thread (the same process's other threads), and the figures' child
 process. On a machine with a free core for each, the main thread's CPU time is what the wall time comes down to.

@@ -22,7 +22,7 @@ from pipeline.project import Project
 from pipeline.engine.runner import Context, StageReport, read_run, run_stage
 from pipeline.engine.session_steps import STAGES
 from pipeline.store import OLD_MARK, TMP_MARK
-from pipeline.store import StepRun as StageRun
+from pipeline.store import StepRun
 from tests.ray_cluster import RayCluster, auth_env, free_port, processes_titled, start_head
 from tests.speech_fixtures import COUPLE, FAMILY, SPEECH_STAGES
 
@@ -77,7 +77,7 @@ def run_through(project: Project, executor: object, stages: tuple[str, ...]) -> 
     entries = context.select()
     reports = {}
     for name in stages:
-        finished: list[StageRun] = []
+        finished: list[StepRun] = []
         reports[name] = run_stage(context, STAGES[name], entries, executor=executor, on_done=finished.append)
         # each session is reported as it finishes, once
         assert sorted(run.session_id for run in finished) == sorted(reports[name].ran + list(reports[name].failed))
@@ -101,6 +101,8 @@ def test_sample_build_through_ray_gives_the_local_outputs(ray_cluster: RayCluste
     for step, model in (("transcribe", "whisperx"), ("diarize", "pyannote")):
         loads = [counts.get(model, 0) for counts in executor.model_loads[step]]
         assert loads and all(n == 1 for n in loads), (step, executor.model_loads)  # one per worker, not per session
+    # diarize ran on transcribe's actors (same resources on this CPU cluster): Ray's actor start was paid once
+    assert executor.actors_started == len(executor.model_loads["transcribe"]) == len(executor.model_loads["diarize"])
     assert debris(project.build) == []
 
 
@@ -146,7 +148,7 @@ def test_killed_worker_during_transcribe_is_retried_without_debris_or_duplicates
     killed = None
     try:
         while thread.is_alive() and killed is None:  # a worker inside transcribe, with its temp folder made
-            busy = processes_titled("ray::TranscribeWorker.run", token_file)
+            busy = processes_titled("ray::ModelWorker.run", token_file)  # only transcribe runs here
             started = list((project.build / "asr").rglob(f"*{TMP_MARK}*")) if (project.build / "asr").exists() else []
             if busy and started:
                 killed = busy[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -139,3 +141,46 @@ def test_a_failure_in_the_writer_thread_fails_the_freeze_and_stops_the_thread(tm
         writer.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("release-writer")]
     assert (tmp_path / "a.jsonl").read_bytes() == b'{"id": "a1"}\n'  # the JSONL file itself was written
+
+
+def test_figures_handed_to_a_child_started_before_them_are_the_bytes_drawn_here() -> None:
+    """The freeze starts the figures' process before the instances are built (it imports matplotlib meanwhile)
+    and hands it the jobs later."""
+    here = figures.render_jobs(JOBS)
+    with figures.rendering() as drawing:
+        assert drawing.child is not None and drawing.child.poll() is None  # waiting for its jobs
+        drawing.draw(JOBS)
+        assert drawing() == here
+    assert drawing.child is None
+
+
+def test_a_freeze_imports_neither_polars_nor_pyplot_where_arrow_keeps_every_value(tmp_path: Path) -> None:
+    """The Parquet twins are written and read back by pyarrow from Arrow's table, and the figures are drawn on a
+    bare Figure in a child process: the freezing process loads neither polars (~0.3 s) nor pyplot."""
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pipeline.tasks.release import freeze_release\n"
+        "from pipeline.tasks.settings import TaskSettings\n"
+        "from tests.release_inputs import PROVENANCE, SCHEMA, gold_sessions\n"
+        f"freeze_release(gold_sessions(), TaskSettings(), PROVENANCE, Path({str(tmp_path / 'v1')!r}), schema=SCHEMA)\n"
+        "print(sorted(m for m in ('polars', 'matplotlib.pyplot', 'pyarrow') if m in sys.modules))\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.stdout.strip().splitlines()[-1] == "['pyarrow']"
+    assert (tmp_path / "v1" / "tasks" / "er.parquet").is_file()
+
+
+def test_parquet_column_type_names_are_those_polars_reads() -> None:
+    """croissant.json types the columns by these names; they come from the file's footer without polars."""
+    import polars as pl
+
+    records = [{"s": "x", "i": 1, "f": 1.5, "b": True, "n": None, "l": [1], "st": {"a": 1}, "ls": [{"a": "b"}]}]
+    text = (parquet_files.dumps(records[0]) + "\n").encode()
+    native = parquet_files._native_path(records, text)
+    assert native is not None
+    for data in (native[0], parquet_files._python_path(records, "t.parquet")[0]):
+        expected = [(name, type(dtype).__name__) for name, dtype in pl.read_parquet_schema(io.BytesIO(data)).items()]
+        assert parquet_files.parquet_columns(data) == expected

@@ -15,7 +15,6 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from scipy import sparse
 
 from pipeline.agreement import metrics as m
 from pipeline.agreement.ratings import Ratings

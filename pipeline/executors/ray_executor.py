@@ -1,7 +1,10 @@
 """Per-session jobs on a Ray cluster (`rescue build --executor ray`).
 
 Model-heavy steps (transcribe, diarize) run in actors: long-lived worker processes whose `ModelSlot` keeps the
-model loaded, so each actor loads it once for all the sessions it runs. Other steps run as plain tasks. Each
+model loaded, so each actor loads it once for all the sessions it runs. The actors outlive their step: the next
+model step of the same build reuses them when it asks for the same resources, so Ray's actor start (seconds to
+tens of seconds) and the speech stack's import are paid once per build, not once per step; they are stopped
+before a step that runs as tasks and when the executor closes. Other steps run as plain tasks. Each
 worker asks for the step's resources (`[tool.rescue.executor.<step>]`). A job whose worker dies is run again
 (`max_retries`); its outputs are written through `atomic_dir`, so a killed attempt leaves only a temp folder,
 which the driver sweeps when the stage ends. The driver alone records state and holds the build lock; this
@@ -60,10 +63,20 @@ def run_job(job: SessionJob, expected_settings: str) -> StepRun:
     return execute_session(job)
 
 
-class StepWorker:
-    """An actor: one process that runs one step's jobs in turn; its ModelSlot keeps the model between them."""
+class ModelWorker:
+    """An actor: one process that runs the model steps' jobs in turn (a build's transcribe jobs, then its diarize
+    jobs); its ModelSlots keep a step's model between sessions. The first job of another step drops the models
+    loaded so far, so one model at a time is held (the imports stay: the next step's start is what is saved)."""
+
+    def __init__(self) -> None:
+        self.step: str | None = None
 
     def run(self, job: SessionJob, expected_settings: str) -> StepRun:
+        if self.step is not None and job.step != self.step:
+            from pipeline.speech.model_slot import drop_models
+
+            drop_models()
+        self.step = job.step
         return run_job(job, expected_settings)
 
     def pid(self) -> int:
@@ -73,11 +86,6 @@ class StepWorker:
         from pipeline.speech.model_slot import load_counts
 
         return load_counts()
-
-
-def _worker_class(step: str) -> type:
-    """`TranscribeWorker`, ...: Ray names the process after the class (`ray::TranscribeWorker.run` in ps)."""
-    return type(f"{step.capitalize()}Worker", (StepWorker,), {"__module__": __name__})
 
 
 def _on_cuda(value: Any) -> bool:
@@ -98,7 +106,10 @@ class RayExecutor:
         self.settings = settings or ExecutorSettings()
         self.address = address
         self.model_loads: dict[str, list[dict[str, int]]] = {}  # per step: each actor's load counts
+        self.actors_started = 0  # ModelWorker actors created by this executor (reused ones count once)
         self._checked: set[Path] = set()
+        self._pool: list[Any] = []  # the model steps' actors, kept for the next model step
+        self._pool_key: tuple | None = None  # the resources they reserved
         self._owned = connect(address)
 
     def run(self, jobs: Sequence[SessionJob], *, on_done: Callable[[StepRun], None],
@@ -119,15 +130,45 @@ class RayExecutor:
         if step in MODEL_STEPS:
             runs = self._on_actors(step, jobs, expected, options, resources, on_done)
         else:
+            self._release()  # the tasks need the CPUs the model actors hold
             runs = self._as_tasks(jobs, expected, options, on_done)
         return sorted(runs, key=lambda run: run.session_id)
 
     def close(self) -> None:
         import ray
 
+        if ray.is_initialized():
+            self._release()
         if self._owned and ray.is_initialized():
             ray.shutdown()
         self._owned = False
+
+    def _release(self) -> None:
+        """Stop the kept model actors (frees their CPUs/GPUs)."""
+        import ray
+
+        pool, self._pool, self._pool_key = self._pool, [], None
+        for actor in pool:
+            ray.kill(actor)
+
+    def _model_actors(self, options: dict, count: int) -> list[Any]:
+        """`count` ModelWorker actors with these resources: the kept ones when they reserved the same (e.g.
+        transcribe's after diarize's on a CPU cluster), else new ones (a step with another GPU share)."""
+        import ray
+
+        key = (options["num_cpus"], options["num_gpus"], tuple(sorted(options["runtime_env"]["env_vars"].items())))
+        if key != self._pool_key:
+            self._release()
+            self._pool_key = key
+        retries = self.settings.max_retries
+        actor_class = ray.remote(ModelWorker).options(**options, max_restarts=retries, max_task_retries=retries)
+        while len(self._pool) < count:
+            self._pool.append(actor_class.remote())
+            self.actors_started += 1
+        for extra in self._pool[count:]:  # more than this step can use: free their resources
+            ray.kill(extra)
+        del self._pool[count:]
+        return list(self._pool)
 
     def _cluster(self, resource: str) -> float:
         import ray
@@ -183,13 +224,11 @@ class RayExecutor:
     def _on_actors(self, step: str, jobs: Sequence[SessionJob], expected: str, options: dict,
                    resources: StepResources, on_done: Callable[[StepRun], None]) -> list[StepRun]:
         """Each actor takes the next session when it finishes one; a dead actor is restarted by Ray and its job
-        retried; one that stays dead is dropped, and its job (and any left with no actor) fails."""
+        retried; one that stays dead is dropped, and its job (and any left with no actor) fails. The actors are
+        kept for the next model step (`_model_actors`), or stopped if this one fails."""
         import ray
 
-        retries = self.settings.max_retries
-        actor_class = ray.remote(_worker_class(step)).options(**options, max_restarts=retries,
-                                                              max_task_retries=retries)
-        actors = [actor_class.remote() for _ in range(self._actor_count(resources, options["num_gpus"], len(jobs)))]
+        actors = self._model_actors(options, self._actor_count(resources, options["num_gpus"], len(jobs)))
         queue = list(jobs)
         running: dict[Any, tuple[Any, SessionJob]] = {}
         runs: list[StepRun] = []
@@ -211,6 +250,7 @@ class RayExecutor:
                     run, dead = self._outcome(job, exc)
                     if dead:
                         actors.remove(actor)
+                        self._pool = [kept for kept in self._pool if kept is not actor]
                 runs.append(run)
                 on_done(run)
                 busy = [holder for holder, _ in running.values()]
@@ -220,7 +260,7 @@ class RayExecutor:
                 runs.append(self._lost(left, RuntimeError("no worker of this step is left")))
                 on_done(runs[-1])
             self.model_loads[step] = ray.get([actor.model_loads.remote() for actor in actors])
-        finally:
-            for actor in actors:  # free the step's CPUs/GPUs for the next step's workers
-                ray.kill(actor)
+        except BaseException:  # interrupted or a Ray failure: no actor outlives a failed step
+            self._release()
+            raise
         return runs

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pydantic import JsonValue
 
 from pipeline.annotate.config import anchor
-from pipeline.preannotate.gold_heads import Head, split_set
+from pipeline.preannotate.gold_heads import split_set
 from pipeline.preannotate.roles import RoleMap
 from pipeline.schema import AnnotationSchema, SchemaField
 

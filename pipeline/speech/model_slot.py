@@ -29,6 +29,15 @@ class ModelSlot:
             self.loads += 1
         return self._model
 
+    def drop(self) -> None:
+        self._model, self._key = None, None
+
+
+def drop_models() -> None:
+    """Let go of every loaded model (a worker moving on to another step's model); load counts are kept."""
+    for slot in _SLOTS.values():
+        slot.drop()
+
 
 def load_counts() -> dict[str, int]:
     """Models loaded by this process so far, per slot (only slots whose module was imported are listed)."""

@@ -8,16 +8,17 @@ column holding each value's JSON; those columns are returned, listed in MANIFEST
 
 Two ways to the same values. The fast one (`_native_path`) hands the JSONL text, as written next to the
 file, to Arrow's JSON reader, which refuses a column whose records disagree on a JSON type (that column is
-then stored as JSON text), and polars writes the Arrow table: no Python object per value, so a full-size
-freeze spends well under a second here. Where Arrow would change a value (a date-like text read as a
-timestamp, an integer beyond 2**53 read as a float) or the columns come out in another order, the general
-way (`_python_path`) builds each column from Python values and checks it value by value.
+then stored as JSON text), and pyarrow writes that Arrow table and reads the file back: no Python object per
+value and no polars (not even imported), so a full-size freeze spends a few tenths of a second here. Where
+Arrow would change a value (a date-like text read as a timestamp, an integer beyond 2**53 read as a float) or
+the columns come out in another order, the general way (`_python_path`) builds each column from Python values
+with polars and checks it value by value.
 
-The bytes depend only on the records and the polars and pyarrow versions (recorded in MANIFEST.json
-`tools`): fixed zstd level, no column statistics, no time. Every file is read back before it is kept and
-must give the written columns again, within two limits of the format: a key that some records lack (while
-others have it) reads back as null in those records, and a column mixing whole and fractional numbers is a
-float column (3 reads back as 3.0, the same JSON number).
+The bytes depend only on the records and the pyarrow (fast way) or polars (general way) version, both recorded
+in MANIFEST.json `tools`: fixed zstd level, no column statistics, no time. Every file is read back before it
+is kept and must give the written columns again, within two limits of the format: a key that some records lack
+(while others have it) reads back as null in those records, and a column mixing whole and fractional numbers is
+a float column (3 reads back as 3.0, the same JSON number).
 """
 
 from __future__ import annotations
@@ -36,15 +37,16 @@ COMPRESSION_LEVEL = 3
 
 
 def polars_version() -> str:
-    import polars
+    """From the package's metadata: importing polars (~0.3 s) only to name it would slow every freeze."""
+    from importlib.metadata import version
 
-    return polars.__version__
+    return version("polars")
 
 
 def pyarrow_version() -> str:
-    import pyarrow
+    from importlib.metadata import version
 
-    return pyarrow.__version__
+    return version("pyarrow")
 
 
 def _comparable(item: Any) -> Any:
@@ -185,15 +187,25 @@ def _arrow_table(jsonl: bytes) -> Any:
     return pj.read_json(io.BytesIO(jsonl), read_options=options)
 
 
+def _arrow_write(table: Any) -> bytes:
+    """The Arrow table as Parquet, with the same settings as `_write` (polars) uses."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL, write_statistics=False)
+    return sink.getvalue().to_pybytes()
+
+
 def _native_path(records: Sequence[dict[str, Any]], jsonl: bytes) -> tuple[bytes, list[str]] | None:
-    """The records as Parquet straight from their JSONL text (Arrow's JSON reader, then polars' writer), with no
+    """The records as Parquet straight from their JSONL text (Arrow's JSON reader, then pyarrow's writer), with no
     Python object per value; None where only the Python path can keep every value.
 
     Arrow's reader is strict: a column whose records hold two JSON types (a number and a text, an object and a
     list) is refused, naming the column, which is then stored as JSON text as on the Python path. Whole and
     fractional numbers share a float column (the format's limit, module docstring)."""
-    import polars as pl
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     if not records:
         return None
@@ -217,11 +229,11 @@ def _native_path(records: Sequence[dict[str, Any]], jsonl: bytes) -> tuple[bytes
     if table.column_names != order:
         return None
     try:
-        frame = pl.from_arrow(table)
-        data = _write(frame)
-    except (pl.exceptions.PolarsError, pa.ArrowException, TypeError, ValueError):
+        data = _arrow_write(table)
+        back = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)  # read_table imports pyarrow.dataset
+    except (pa.ArrowException, TypeError, ValueError):
         return None
-    if not pl.read_parquet(io.BytesIO(data)).equals(frame, null_equal=True):
+    if not back.equals(table):  # the read-back check: same types and values (nulls where they were), in C++
         return None
     return data, [name for name in order if name in as_json]
 
@@ -234,8 +246,28 @@ def parquet_bytes(records: Sequence[dict[str, Any]], where: str, jsonl: bytes | 
     return _native_path(records, jsonl) or _python_path(records, where)
 
 
-def parquet_columns(data: bytes) -> list[tuple[str, str]]:
-    """The top-level columns of Parquet `data` with their polars type names ('String', 'Int64', 'List', ...)."""
-    import polars as pl
+def _polars_name(dtype: Any) -> str:
+    """The polars type name that polars reads an Arrow type as ('String', 'Int64', 'List', ...)."""
+    import pyarrow as pa
 
-    return [(name, type(dtype).__name__) for name, dtype in pl.read_parquet_schema(io.BytesIO(data)).items()]
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return "String"
+    if pa.types.is_boolean(dtype):
+        return "Boolean"
+    if pa.types.is_integer(dtype):
+        return f"{'Int' if pa.types.is_signed_integer(dtype) else 'UInt'}{dtype.bit_width}"
+    if pa.types.is_floating(dtype):
+        return "Float64" if pa.types.is_float64(dtype) else "Float32"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_list_view(dtype):
+        return "List"
+    names = {"struct": "Struct", "null": "Null", "fixed_size_list": "Array"}
+    return names.get(str(dtype).split("<")[0], str(dtype))
+
+
+def parquet_columns(data: bytes) -> list[tuple[str, str]]:
+    """The top-level columns of Parquet `data` with their polars type names ('String', 'Int64', 'List', ...), read
+    from the file's footer with pyarrow (polars is not imported for it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    return [(field.name, _polars_name(field.type)) for field in pq.read_schema(pa.BufferReader(data))]
