@@ -235,6 +235,27 @@ def test_adjudicators_are_admitted_to_the_adjudication_projects_and_annotators_a
     assert f" 403 {ANN2} GET /api/projects/{adjudication.id}: " in paths.gateway_log.read_text(encoding="utf-8")
 
 
+
+def test_the_rosters_adjudicators_are_admitted_without_a_setting(world: World) -> None:
+    """`rescue annotators add --adjudicator` is enough: the gateway admits the roster's adjudicators, as push and
+    pull count them, with no [tool.rescue.agreement] adjudicators line."""
+    live = world.live
+    project = live.project
+    root = ["--root", str(project.root)]
+    adjudicator = "roster-adj@example.org"
+    added = CliRunner().invoke(main, [*root, "annotators", "add", "--adjudicator", adjudicator])
+    assert added.exit_code == 0 and "on the roster as adjudicator" in added.output, added.output
+    title = "RESCUE couple - rescue-v1 - adjudication"
+    adjudication = live.client.find_project(title) or live.client.create_project(
+        title, "", '<View><Text name="row" value="$text"/></View>', 1)
+    assert not (project.root / "pyproject.toml").exists()
+    assert CliRunner().invoke(main, [*root, "labelstudio", "down"]).exit_code == 0
+    up = CliRunner().invoke(main, [*root, "labelstudio", "up"])  # the gateway reads who adjudicates as it starts
+    assert up.exit_code == 0, up.output
+    with log_in(live.gateway_url, adjudicator, annotator_password(project, adjudicator)) as adj:
+        assert adj.get(f"/api/projects/{adjudication.id}").status_code == 200
+        assert adj.get("/api/tasks", params={"project": world.projects[ANN1]}).status_code == 403
+
 @dataclass(frozen=True)
 class Attack:
     what: str

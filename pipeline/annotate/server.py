@@ -360,10 +360,13 @@ def stop(paths: ServerPaths) -> bool:
 
 
 def start_project_server(project: Project, settings: AnnotateSettings) -> ServerState:
+    """Start the project's server; its gateway admits the adjudicators that the settings name and the roster's
+    (`rescue annotators add --adjudicator`), the same accounts that push and pull treat as adjudicators."""
+    from pipeline.annotate.roster import adjudicator_accounts
     from pipeline.settings import load_settings  # the agreement family's settings name the adjudicators
 
-    adjudicators = load_settings(project.root).agreement.adjudicators
-    return start(ServerPaths.of(project), settings, project_root=project.root, adjudicators=tuple(adjudicators))
+    adjudicators = adjudicator_accounts(project, load_settings(project.root).agreement.adjudicators)
+    return start(ServerPaths.of(project), settings, project_root=project.root, adjudicators=tuple(sorted(adjudicators)))
 
 
 def external_connection() -> Connection | None:
