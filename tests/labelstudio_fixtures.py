@@ -6,11 +6,11 @@ take ~7 s. Every server a fixture starts is stopped in its teardown, also when t
 (tests/conftest.py registers it): test modules name the fixtures as arguments and import only the helpers
 (`LiveServer`, `write_truth_rows`, ...).
 
-One server serves the whole run (`shared_labelstudio`): each module's `ls_server` is a project root of its own
-whose build/labelstudio/ leads to that server's folder, and the module starts on a server wiped back to what a
-fresh one holds (no project, no account but the admin, none of the previous module's roster, passwords, task
-lists or media). A module that stops, kills, restarts or locks down its server (or must find the server's
-folder as a real folder) overrides `ls_server` with `own_ls_server`, a fresh server of its own.
+One server serves the whole run (`shared_labelstudio`, in the build/labelstudio/ of one project root). Each
+module's `ls_server` gets that root emptied for it (the previous module's files moved aside) and the server
+wiped back to what a fresh one holds: no project, no account but the admin, none of the previous module's
+roster, passwords, task lists or media. A module that stops, kills, restarts or locks down its server overrides
+`ls_server` with `own_ls_server`, a fresh server of its own for the module.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pipeline import layout
-from pipeline.annotate import server
+from pipeline.annotate import gateway_process, server
 from pipeline.annotate.addresses import GATEWAY_PORT_FILE
 from pipeline.annotate.labelstudio import Client, Connection
 from pipeline.annotate.settings import AnnotateSettings
@@ -160,16 +159,21 @@ def own_ls_server(labelstudio_template: Path, sample_media: Path,
         server.stop(live.paths)
 
 
-# What a server keeps in its folder across modules: its database, admin, state, logs and gateway port. The rest
-# (roster, passwords, the task lists of `present/`, the media root) belongs to the module's project.
+# What the shared server keeps in its folder from one module to the next: its database, admin, state, logs and
+# gateway port. The rest (roster, passwords, the task lists of `present/`, the media root) is the module's.
 SERVER_OWN = frozenset({"data", "admin.json", "server.json", "server.log", "gateway.log", GATEWAY_PORT_FILE})
 
 
 @pytest.fixture(scope="session")
 def shared_labelstudio(labelstudio_template: Path,
                        tmp_path_factory: pytest.TempPathFactory) -> Iterator[server.ServerPaths]:
-    """The folder of the one server that the modules' `ls_server` share, started once and stopped after the run."""
-    paths = server.ServerPaths(tmp_path_factory.mktemp("ls-shared") / "labelstudio")
+    """The one server the modules' `ls_server` share, started once and stopped after the run.
+
+    It lives where a project's embedded server lives (<root>/build/labelstudio/), in the one project root that
+    every such module uses in turn: Label Studio serves media only from below the document root it was started
+    with (the media root of that folder), compared by path, so each module's project must be at that root."""
+    root = (tmp_path_factory.mktemp("ls-shared") / "project").resolve()
+    paths = server.ServerPaths.of(Project(root))
     no_external_server()
     try:
         server.start(paths, SETTINGS, project_root=REPO, template=labelstudio_template, die_with_parent=True)
@@ -178,9 +182,10 @@ def shared_labelstudio(labelstudio_template: Path,
         server.stop(paths)
 
 
-def wipe_to_fresh(live: LiveServer) -> None:
-    """Leave the server as a fresh one from the template: every project and every account but the admin deleted
-    (Label Studio never reuses their ids), the previous module's files gone, the gateway's log emptied."""
+def wipe_to_fresh(live: LiveServer, archive: Path) -> None:
+    """Leave the server and its project root as a fresh server's: every Label Studio project and every account but
+    the admin deleted, the previous module's files moved to `archive`, a new gateway (the old one remembers which
+    project each task id was in, and Label Studio gives deleted tasks' ids again) with an empty log."""
     if server.running(live.paths) is None:  # a module stopped it although it should have used own_ls_server
         live.start()
     client = live.client
@@ -193,25 +198,30 @@ def wipe_to_fresh(live: LiveServer) -> None:
             if user_id != admin_id:
                 http.delete(f"/api/users/{user_id}/").raise_for_status()
     assert client.projects_titled("") == [] and list(client.users()) == [admin_id]
-    for entry in live.paths.base.iterdir():
-        if entry.name not in SERVER_OWN:
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    root, build, base = live.project.root, live.project.build, live.paths.base
+    kept = {root: "build", build: base.name}
+    for folder in (root, build, base):
+        for entry in sorted(folder.iterdir()):
+            if entry.name != kept.get(folder) and not (folder == base and entry.name in SERVER_OWN):
+                target = archive / entry.relative_to(root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                entry.rename(target)
     live.paths.media.mkdir(mode=0o700)
-    os.truncate(live.paths.gateway_log, 0)  # the gateway appends (O_APPEND): it goes on writing at the start
+    state = server.read_state(live.paths)
+    assert state is not None
+    gateway_process.stop_gateway(state.gateway_pid)
+    os.truncate(live.paths.gateway_log, 0)
+    live.start()  # the server runs on; start() gives it a gateway again, at the port the last one had
 
 
 @pytest.fixture(scope="module")
 def ls_server(shared_labelstudio: server.ServerPaths, labelstudio_template: Path, sample_media: Path,
               tmp_path_factory: pytest.TempPathFactory) -> LiveServer:
-    """The run's one server, wiped to a fresh one's content, for one test module's own project root.
-
-    The project's build/labelstudio/ is a symlink to the server's folder, so push, pull and the commands find the
-    server, its admin and its media root where they look for them."""
-    project = make_project(tmp_path_factory.mktemp("ls-project"), sample_media)
-    base = layout.labelstudio_dir(project)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    base.symlink_to(shared_labelstudio.base, target_is_directory=True)
-    live = LiveServer(project, server.ServerPaths.of(project), labelstudio_template)
+    """The run's one server, wiped to a fresh one's content, in the shared project root emptied for this module
+    (the previous module's files are moved to an `ls-project-done` folder of the run's temporary folder)."""
+    root = shared_labelstudio.base.parents[1]
+    live = LiveServer(Project(root), shared_labelstudio, labelstudio_template)
     no_external_server()
-    wipe_to_fresh(live)
+    wipe_to_fresh(live, tmp_path_factory.mktemp("ls-project-done"))
+    make_project(root, sample_media)
     return live
