@@ -6,9 +6,10 @@
 
 The committed HEAD is cloned into a temporary folder (so build/test-cache/ is empty: the Label Studio template is
 migrated again, as on CI), the repository's virtual environments are linked into it (installing them is not test
-time), and `python -m pytest` runs there with a JUnit report. The load average is sampled every 10 s while it runs:
-the development machine is shared, so a figure means little without it. Writes benchmarks/results/bench_suite*.json
-and prints the wall time, the load and the test time per file (setup + call + teardown of its tests).
+time), and `python -m pytest` runs there with a JUnit report (kept in build/bench-suite/). The load average is
+sampled every 10 s while it runs: the development machine is shared, so a figure means little without it. Writes
+benchmarks/results/bench_suite*.json and prints the wall time, the load and the test time per file (setup, call
+and teardown of its tests).
 """
 
 from __future__ import annotations
@@ -79,12 +80,14 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=25, help="files listed in the table")
     args = parser.parse_args()
     suffix = "_not_slow" if args.marker == "not slow" else ""
-    result: dict = {"marker": args.marker, "commit": subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()}
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    result: dict = {"marker": args.marker, "commit": commit}
     if args.junit:
         junit = args.junit
     else:
-        junit = REPO / "benchmarks" / "results" / f"bench_suite{suffix}.xml"
+        junit = REPO / "build" / "bench-suite" / f"bench_suite{suffix}.xml"  # large: kept out of git
+        junit.parent.mkdir(parents=True, exist_ok=True)
         wall, code, load = run_suite(args.marker, junit)
         result.update(wall_s=round(wall, 1), exit_code=code, load_min=min(load, default=0.0),
                       load_max=max(load, default=0.0), load_mean=round(sum(load) / max(len(load), 1), 2))
