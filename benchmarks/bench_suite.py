@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_suite.py                 # the whole suite (what `bash .ci/run` runs)
     .venv/bin/python benchmarks/bench_suite.py -m "not slow"   # the fast inner loop
     .venv/bin/python benchmarks/bench_suite.py --junit FILE    # only read a finished run's JUnit XML
+    .venv/bin/python benchmarks/bench_suite.py --at 12ef834 --warm --name ls_before tests/test_gateway.py ...
+        # some files at another commit, with the cached Label Studio template (a before/after of fixtures)
 
 The committed HEAD is cloned into a temporary folder (so build/test-cache/ is empty: the Label Studio template is
 migrated again, as on CI), the repository's virtual environments are linked into it (installing them is not test
@@ -49,17 +51,19 @@ def sample_load(samples: list[float], stop: threading.Event) -> None:
         stop.wait(10)
 
 
-def run_suite(marker: str | None, junit: Path) -> tuple[float, int, list[float]]:
+def run_suite(marker: str | None, junit: Path, commit: str, paths: list[str], warm: bool
+              ) -> tuple[float, int, list[float]]:
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as folder:
         clone = Path(folder) / "repo"
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
         subprocess.run(["git", "clone", "-q", "--no-checkout", str(REPO), str(clone)], check=True)
-        subprocess.run(["git", "-C", str(clone), "checkout", "-q", head], check=True)
+        subprocess.run(["git", "-C", str(clone), "checkout", "-q", commit], check=True)
         for venv in VENVS:
             (clone / venv).symlink_to((REPO / venv).resolve())
+        if warm:  # the migrated Label Studio template this checkout already has: its ~70 s are not timed
+            (clone / "build").mkdir()
+            (clone / "build" / "test-cache").symlink_to((REPO / "build" / "test-cache").resolve())
         command = [str(clone / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   f"--junitxml={junit}", *(["-m", marker] if marker else [])]
+                   f"--junitxml={junit}", *(["-m", marker] if marker else []), *paths]
         samples: list[float] = []
         stop = threading.Event()
         sampler = threading.Thread(target=sample_load, args=(samples, stop), daemon=True)
@@ -78,17 +82,21 @@ def main() -> int:
     parser.add_argument("-m", dest="marker", help='a pytest marker expression, e.g. "not slow"')
     parser.add_argument("--junit", type=Path, help="read this finished run's JUnit XML instead of running the suite")
     parser.add_argument("--top", type=int, default=25, help="files listed in the table")
+    parser.add_argument("--at", default="HEAD", help="the commit to clone (default: HEAD)")
+    parser.add_argument("--warm", action="store_true", help="link build/test-cache/ (the migrated template) in")
+    parser.add_argument("--name", help="results file suffix (default: from -m)")
+    parser.add_argument("paths", nargs="*", help="test files (default: the whole suite)")
     args = parser.parse_args()
-    suffix = "_not_slow" if args.marker == "not slow" else ""
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+    suffix = f"_{args.name}" if args.name else "_not_slow" if args.marker == "not slow" else ""
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.at], capture_output=True, text=True,
                             check=True).stdout.strip()
-    result: dict = {"marker": args.marker, "commit": commit}
+    result: dict = {"marker": args.marker, "commit": commit, "paths": args.paths, "warm": args.warm}
     if args.junit:
         junit = args.junit
     else:
         junit = REPO / "build" / "bench-suite" / f"bench_suite{suffix}.xml"  # large: kept out of git
         junit.parent.mkdir(parents=True, exist_ok=True)
-        wall, code, load = run_suite(args.marker, junit)
+        wall, code, load = run_suite(args.marker, junit, commit, args.paths, args.warm)
         result.update(wall_s=round(wall, 1), exit_code=code, load_min=min(load, default=0.0),
                       load_max=max(load, default=0.0), load_mean=round(sum(load) / max(len(load), 1), 2))
     seconds, outcomes = per_file(junit)
