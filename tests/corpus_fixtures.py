@@ -10,7 +10,6 @@ built project, which keeps the hard links of the Label Studio media root as the 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from pipeline.annotate import server
 from pipeline.cli import main
 from pipeline.project import Project
 from pipeline.tasks.instances import TASKS
-from tests.labelstudio_fixtures import REPO
+from tests.labelstudio_fixtures import REPO, no_external_server
 
 
 def seed_server(project: Project, template: Path) -> None:
@@ -64,12 +63,6 @@ def copy_tree(source: Path, target: Path) -> None:
     """A fast, faithful copy of a project: `cp -a` keeps modes, times, symlinks and the hard links within it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(target)], check=True)
-
-
-def no_external_server() -> None:
-    """The corpus builds start their own embedded server; a Label Studio URL in the environment would win."""
-    os.environ.pop("LABEL_STUDIO_URL", None)
-    os.environ.pop("LABEL_STUDIO_API_KEY", None)
 
 
 @dataclass(frozen=True)

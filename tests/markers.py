@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 # Requesting any of these (directly or through another fixture) starts a real Label Studio server or needs one.
-LABEL_STUDIO_FIXTURES = frozenset({"labelstudio_template", "ls_server", "built_corpus", "corpus_copy"})
+LABEL_STUDIO_FIXTURES = frozenset({"labelstudio_template", "shared_labelstudio", "ls_server", "own_ls_server",
+                                   "built_corpus", "corpus_copy"})
 # The real speech models on both sample sessions (built once per run, but a minute or more when first asked for).
 SPEECH_FIXTURES = frozenset({"built_samples", "copy_built"})
 # A Ray cluster (tests/ray_cluster.py), started per module.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from click.testing import CliRunner
 
 from pipeline.agreement.agree import run_agree
@@ -29,6 +30,13 @@ from tests.web_session import log_in
 
 ANN_A, ANN_B, ADJUDICATOR = "ann.a@example.org", "ann.b@example.org", "lead@example.org"
 AGREEMENT = AgreementSettings(text_similarity=False, bootstrap_samples=50, adjudicators=(ADJUDICATOR,))
+
+
+@pytest.fixture(scope="module")
+def ls_server(own_ls_server: LiveServer) -> LiveServer:
+    """A server of this module's own, not the run's shared one (tests/labelstudio_fixtures.py): the module restarts its
+    server through `rescue labelstudio down` and `up`."""
+    return own_ls_server
 
 
 def test_report_links_every_annotators_task_and_the_adjudication_task_at_the_kept_address(

@@ -34,6 +34,13 @@ TEAM = ("ann@example.org", "bob@example.org", "cem@example.org")
 
 
 @pytest.fixture(scope="module")
+def ls_server(own_ls_server: LiveServer) -> LiveServer:
+    """A server of this module's own, not the run's shared one (tests/labelstudio_fixtures.py): the module kills its
+    server in the middle of a push and starts it again."""
+    return own_ls_server
+
+
+@pytest.fixture(scope="module")
 def schema(ls_server: LiveServer) -> AnnotationSchema:
     return load_schema(ls_server.project.schemas / "rescue-v1.yaml")
 

@@ -32,6 +32,13 @@ from tests.web_session import log_in
 ANN1, ANN2 = "ann1@example.org", "ann2@example.org"
 
 
+@pytest.fixture(scope="module")
+def ls_server(own_ls_server: LiveServer) -> LiveServer:
+    """A server of this module's own, not the run's shared one (tests/labelstudio_fixtures.py): the module kills the
+    gateway and the server, and starts and stops them through `rescue labelstudio`."""
+    return own_ls_server
+
+
 @dataclass(frozen=True)
 class World:
     live: LiveServer

@@ -37,6 +37,13 @@ OUTSIDE_SECRET = b"outside-the-project: not for annotators"
 
 
 @pytest.fixture(scope="module")
+def ls_server(own_ls_server: LiveServer) -> LiveServer:
+    """A server of this module's own, not the run's shared one (tests/labelstudio_fixtures.py): the module stops its
+    server, plants a symlink in its media root and checks its folder's modes."""
+    return own_ls_server
+
+
+@pytest.fixture(scope="module")
 def outside_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private file of the user outside the project (what a stray symlink could lead to)."""
     path = tmp_path_factory.mktemp("outside") / "notes.txt"
