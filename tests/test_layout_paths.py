@@ -1,9 +1,6 @@
 """`pipeline/layout.py` is the only module that spells a path under build/ (read from the source with `ast`,
 nothing imported): no `<project>.build / "name"`, no `build_dir / "name"`, no `session_dir("area", ...)` and no
-"build/..." path constant anywhere else. A module asks layout for the folder and adds only its own file names.
-
-ENGINE_FILES: the engine's modules still spell their paths; they are being rewritten (issue 21, items 1-2) and
-leave this list when they ask layout too."""
+"build/..." path constant anywhere else. A module asks layout for the folder and adds only its own file names."""
 
 from __future__ import annotations
 
@@ -11,7 +8,6 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
-ENGINE_FILES = {"corpus/server_steps.py", "corpus/release_step.py", "corpus/gold_steps.py"}
 NOT_A_FOLDER = {"executors/ray_shared.py"}  # a throwaway marker at the build root, named per check
 
 
@@ -50,7 +46,7 @@ def test_only_layout_spells_build_paths() -> None:
     spelled = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         name = path.relative_to(PACKAGE).as_posix()
-        if name == "layout.py" or name in ENGINE_FILES | NOT_A_FOLDER:
+        if name == "layout.py" or name in NOT_A_FOLDER:
             continue
         lines = spelled_build_paths(path.read_text(encoding="utf-8"))
         if lines:

@@ -84,12 +84,12 @@ def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
 
 
 def agree_outputs(ctx: CorpusContext) -> list[Path]:
-    folder = ctx.project.build / "agreement"
+    folder = layout.agreement_dir(ctx.project)
     return _outputs(folder) + [folder / "report.html"]
 
 
 def adjudicate_outputs(ctx: CorpusContext) -> list[Path]:
-    return _outputs(ctx.project.build / "adjudication", "queue.jsonl", "summary.json")
+    return _outputs(layout.adjudication_dir(ctx.project), "queue.jsonl", "summary.json")
 
 
 def gold_outputs(ctx: CorpusContext) -> list[Path]:
@@ -113,7 +113,7 @@ def agree_step(ctx: CorpusContext) -> Path:
     from pipeline.agreement.agree import run_agree
 
     snapshot = latest_annotations(ctx.project)
-    folder = ctx.project.build / "agreement"
+    folder = layout.agreement_dir(ctx.project)
     html = folder / "report.html"
     inputs = agree_inputs(ctx, snapshot)
     done = last_done_with(ctx.project, inputs)

@@ -58,17 +58,18 @@ def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVers
     from pipeline.speech.records import DiarizationRecord, TranscriptionRecord
 
     found: set[tuple[str, str, str]] = set()
-    manifests = ctx.project.build / "manifests"
-    if (manifests / "transcribe.jsonl").is_file():
-        for asr in read_jsonl(manifests / "transcribe.jsonl", TranscriptionRecord):
+    transcribed = layout.manifest_file(ctx.project, "transcribe")
+    diarized = layout.manifest_file(ctx.project, "diarize")
+    if transcribed.is_file():
+        for asr in read_jsonl(transcribed, TranscriptionRecord):
             if asr.session_id in session_ids:
                 if asr.source == "subtitles":
                     found.add(("transcript", "subtitles from the catalog", ""))
                 else:
                     found.add(("asr", f"whisper {asr.model} ({asr.model_origin})",
                                _packages(asr.packages, "whisperx", "faster-whisper", "ctranslate2")))
-    if (manifests / "diarize.jsonl").is_file():
-        for dia in read_jsonl(manifests / "diarize.jsonl", DiarizationRecord):
+    if diarized.is_file():
+        for dia in read_jsonl(diarized, DiarizationRecord):
             if dia.session_id in session_ids:
                 version = _packages(dia.packages, "pyannote.audio", "resemblyzer")
                 found |= {("diarization", dia.pipeline, version),

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, snapshot_files
 from pipeline.annotate.drafted import drafts_origin
 from pipeline.annotate.guards import guards_of
@@ -349,7 +350,7 @@ def adjudication_round_trip(ctx: CorpusContext, server: ServerSession, *, push: 
     notes: list[str] = []
     changed = False
     if push:
-        items = read_jsonl(ctx.project.build / "adjudication" / "queue.jsonl", QueueItem)
+        items = read_jsonl(layout.adjudication_dir(ctx.project) / "queue.jsonl", QueueItem)
         notes += push_queue(ctx.project, ctx.agreement, items, server.connection)
     exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
     if exports and apply_stored and apply_step(ctx, server, exports, "adjudication"):
