@@ -30,12 +30,16 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def once_per_run(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
-    """The folder `<run folder>/<name>`, filled by `make(folder)` by the first worker that asks; read-only after.
+    """The folder `<run folder>/<name>`, filled by `make(folder)` by the first worker that asks; read-only after."""
+    return once_in(run_folder(tmp_path_factory), name, make)
+
+
+def once_in(shared: Path, name: str, make: Callable[[Path], None]) -> Path:
+    """`shared/<name>`, made by `make` unless another process made it (or is making it: then wait for it).
 
     `make` works in the folder where it stays (paths inside what it makes may be absolute); the folder counts as
     made only once `make` returned (a `.<name>.done` note beside it, so copies of the folder do not carry it), and
     a failed attempt's folder is removed."""
-    shared = run_folder(tmp_path_factory)
     folder = shared / name
     done, failed = shared / f".{name}{DONE}", shared / f".{name}{FAILED}"
     with FileLock(str(shared / f".{name}.lock")):
