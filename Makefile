@@ -27,6 +27,7 @@ demo: setup
 	$(VENV)/bin/rescue build
 	$(VENV)/bin/rescue status
 
+# 2 pytest-xdist workers, longest files first (pyproject's addopts; `pytest -n 0` for one process, docs/build.md)
 test: setup
 	$(VENV)/bin/python -m pytest
 

@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_suite.py                 # the whole suite (what `bash .ci/run` runs)
     .venv/bin/python benchmarks/bench_suite.py -m "not slow"   # the fast inner loop
+    .venv/bin/python benchmarks/bench_suite.py --workers 0     # in one process (default: pyproject's -n 2)
     .venv/bin/python benchmarks/bench_suite.py --junit FILE    # only read a finished run's JUnit XML
     .venv/bin/python benchmarks/bench_suite.py --at 12ef834 --warm --name ls_before tests/test_gateway.py ...
         # some files at another commit, with the cached Label Studio template (a before/after of fixtures)
@@ -11,7 +12,8 @@ migrated again, as on CI), the repository's virtual environments are linked into
 time), and `python -m pytest` runs there with a JUnit report (kept in build/bench-suite/). The load average is
 sampled every 10 s while it runs: the development machine is shared, so a figure means little without it. Writes
 benchmarks/results/bench_suite*.json and prints the wall time, the load and the test time per file (setup, call
-and teardown of its tests).
+and teardown of its tests), and those times as the longest-first table of tests/xdist_schedule.py. With xdist
+(`-n 2` in pyproject's addopts) the per-file times are each worker's own and add up to more than the wall time.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def sample_load(samples: list[float], stop: threading.Event) -> None:
         stop.wait(10)
 
 
-def run_suite(marker: str | None, junit: Path, commit: str, paths: list[str], warm: bool
+def run_suite(marker: str | None, junit: Path, commit: str, paths: list[str], warm: bool, workers: int | None
               ) -> tuple[float, int, list[float]]:
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as folder:
         clone = Path(folder) / "repo"
@@ -63,7 +65,8 @@ def run_suite(marker: str | None, junit: Path, commit: str, paths: list[str], wa
             (clone / "build").mkdir()
             (clone / "build" / "test-cache").symlink_to((REPO / "build" / "test-cache").resolve())
         command = [str(clone / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                   f"--junitxml={junit}", *(["-m", marker] if marker else []), *paths]
+                   f"--junitxml={junit}", *(["-m", marker] if marker else []),
+                   *(["-n", str(workers)] if workers is not None else []), *paths]
         samples: list[float] = []
         stop = threading.Event()
         sampler = threading.Thread(target=sample_load, args=(samples, stop), daemon=True)
@@ -85,18 +88,20 @@ def main() -> int:
     parser.add_argument("--at", default="HEAD", help="the commit to clone (default: HEAD)")
     parser.add_argument("--warm", action="store_true", help="link build/test-cache/ (the migrated template) in")
     parser.add_argument("--name", help="results file suffix (default: from -m)")
+    parser.add_argument("--workers", type=int, help="pytest-xdist workers, -n (default: pyproject's addopts)")
     parser.add_argument("paths", nargs="*", help="test files (default: the whole suite)")
     args = parser.parse_args()
     suffix = f"_{args.name}" if args.name else "_not_slow" if args.marker == "not slow" else ""
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.at], capture_output=True, text=True,
                             check=True).stdout.strip()
-    result: dict = {"marker": args.marker, "commit": commit, "paths": args.paths, "warm": args.warm}
+    result: dict = {"marker": args.marker, "commit": commit, "paths": args.paths, "warm": args.warm,
+                    "workers": args.workers if args.workers is not None else "pyproject addopts"}
     if args.junit:
         junit = args.junit
     else:
         junit = REPO / "build" / "bench-suite" / f"bench_suite{suffix}.xml"  # large: kept out of git
         junit.parent.mkdir(parents=True, exist_ok=True)
-        wall, code, load = run_suite(args.marker, junit, commit, args.paths, args.warm)
+        wall, code, load = run_suite(args.marker, junit, commit, args.paths, args.warm, args.workers)
         result.update(wall_s=round(wall, 1), exit_code=code, load_min=min(load, default=0.0),
                       load_max=max(load, default=0.0), load_mean=round(sum(load) / max(len(load), 1), 2))
     seconds, outcomes = per_file(junit)
@@ -110,6 +115,8 @@ def main() -> int:
                      f"{len(os.sched_getaffinity(0))} cores")
     lines += ["", "| test file | s |", "|---|---|"]
     lines += [f"| {name} | {s:.1f} |" for name, s in list(result["files"].items())[:args.top]]
+    lines += ["", "tests/xdist_schedule.py SECONDS (files of 5 s or more):"]
+    lines += [f'    "{name}": {s:.0f},' for name, s in result["files"].items() if s >= 5]
     publish(result, "\n".join(lines), REPO / "benchmarks" / "results" / f"bench_suite{suffix}.json",
             REPO / "docs" / "build.md", "", "", write_docs=False)
     return 0

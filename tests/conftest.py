@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -13,12 +14,31 @@ from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.store import sha256_file
 from tests.media import make_video
+from tests.run_once import once_per_run
 
 # The shared fixtures, as plugins (never star-imported into test modules). The expensive ones are session-scoped:
 # the speech build of the samples, the migrated Label Studio database, the first corpus build (copied per test).
 # tests.markers marks each test by the fixtures it uses (slow, labelstudio, browser); see docs/build.md.
 pytest_plugins = ["tests.speech_fixtures", "tests.labelstudio_fixtures", "tests.corpus_fixtures",
-                  "tests.release_fixtures", "tests.markers"]
+                  "tests.release_fixtures", "tests.markers", "tests.xdist_schedule"]
+
+# pytest imports readline early (_pytest/capture.py), and GNU readline sets COLUMNS and LINES in the C environment
+# (80x24 where there is no terminal) without os.environ seeing it. Processes started from here inherit them: the
+# xdist workers would then find COLUMNS=80 in os.environ and bound every rich console to 80 columns, which the user
+# never set (tests/test_console_width.py). What the user did set is in os.environ and stays.
+for _name in ("COLUMNS", "LINES"):
+    if _name not in os.environ:
+        os.unsetenv(_name)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """With `-p no:xdist` the `-n 2 --dist loadgroup` of pyproject's addopts name options nobody defines: take them
+    and run in one process, as `-n 0` does."""
+    if not pluginmanager.has_plugin("xdist"):
+        group = parser.getgroup("xdist", "pytest-xdist is disabled (-p no:xdist): one process")
+        # "-n" is a short option reserved to plugins (xdist adds it the same way)
+        group._addoption("-n", "--numprocesses", dest="numprocesses", default=0, help="ignored without xdist")
+        group.addoption("--dist", dest="dist", default="no", help="ignored without xdist")
 
 
 @pytest.fixture
@@ -44,13 +64,14 @@ def add_video(project: Project) -> Callable[..., CatalogEntry]:
 
 @pytest.fixture(scope="session")
 def sample_media(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The built-in sample sessions, synthesised once per test run (a raw_video/ folder to copy)."""
+    """The built-in sample sessions, synthesised once per test run, for all xdist workers (a raw_video/ to copy)."""
     from pipeline.sample_sessions import install_samples
 
-    root = tmp_path_factory.mktemp("samples")
-    (root / "raw_video").mkdir()
-    install_samples(Project(root.resolve()))
-    return root / "raw_video"
+    def make(root: Path) -> None:
+        (root / "raw_video").mkdir()
+        install_samples(Project(root.resolve()))
+
+    return once_per_run(tmp_path_factory, "samples", make) / "raw_video"
 
 
 @pytest.fixture

@@ -2,8 +2,8 @@
 the speech stages (`built_samples`), then `rescue build` with a real Label Studio server the build starts and
 stops (seeded from the tests' migrated template), the stored sample annotations, agreement, gold and freeze.
 
-That build is the suite's most expensive step (about 40 s on two cores), so it runs once per test run
-(`built_corpus`, read-only) and each test that writes gets its own copy (`corpus_copy`): a `cp -a` of the
+That build is the suite's most expensive step (about 40 s on two cores), so it runs once per test run, for all
+xdist workers (`built_corpus`, read-only) and each test that writes gets its own copy (`corpus_copy`): a `cp -a` of the
 built project, which keeps the hard links of the Label Studio media root as the build made them.
 """
 
@@ -24,6 +24,7 @@ from pipeline.cli import main
 from pipeline.project import Project
 from pipeline.tasks.instances import TASKS
 from tests.labelstudio_fixtures import REPO, no_external_server
+from tests.run_once import once_per_run
 
 
 def seed_server(project: Project, template: Path) -> None:
@@ -73,17 +74,29 @@ class BuiltCorpus:
     first_build_output: str
 
 
+FIRST_BUILD_OUTPUT = "first_build_output.txt"  # beside the project, so copies of the project do not carry it
+
+
+# The template comes first: a worker that finds built_samples being made by the other worker migrates the Label
+# Studio template meanwhile (on a fresh clone both take a minute or more) instead of waiting and then migrating.
 @pytest.fixture(scope="session")
-def built_corpus(built_samples: Project, labelstudio_template: Path,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltCorpus]:
+def built_corpus(labelstudio_template: Path, built_samples: Project,
+                 tmp_path_factory: pytest.TempPathFactory) -> BuiltCorpus:
+    """Made once per run, by the first xdist worker that asks (tests/run_once.py); the others read the same one."""
     no_external_server()
-    project = copy_project(built_samples, tmp_path_factory.mktemp("built-corpus") / "project", labelstudio_template)
-    try:
-        output = build(project)
-        assert server.running(server.ServerPaths.of(project)) is None  # the build stopped the server it started
-        yield BuiltCorpus(project, output)
-    finally:
-        server.stop(server.ServerPaths.of(project))  # the build stops its own server; this is for a failed build
+
+    def make(folder: Path) -> None:
+        project = copy_project(built_samples, folder / "project", labelstudio_template)
+        try:
+            output = build(project)
+            assert server.running(server.ServerPaths.of(project)) is None  # the build stopped the server it started
+        finally:
+            server.stop(server.ServerPaths.of(project))  # the build stops its own server; this is for a failed build
+        (folder / FIRST_BUILD_OUTPUT).write_text(output, encoding="utf-8")
+
+    folder = once_per_run(tmp_path_factory, "built-corpus", make)
+    return BuiltCorpus(Project((folder / "project").resolve()),
+                       (folder / FIRST_BUILD_OUTPUT).read_text(encoding="utf-8"))
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from filelock import FileLock
 
 from pipeline.annotate import gateway_process, server
 from pipeline.annotate.addresses import GATEWAY_PORT_FILE
@@ -46,10 +47,19 @@ __all__ = ["labelstudio_template", "shared_labelstudio", "ls_server", "own_ls_se
 
 @pytest.fixture(scope="session")
 def labelstudio_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated Label Studio database with its admin account, made once and cached under build/."""
-    if (TEMPLATE / server.DB_NAME).exists() and (TEMPLATE / "admin.json").exists():
-        return TEMPLATE
-    paths = server.ServerPaths(tmp_path_factory.mktemp("ls-template") / "labelstudio")
+    """A migrated Label Studio database with its admin account, made once and cached under build/. The cache is
+    shared by the xdist workers of a run and by concurrent runs in other worktrees (build/test-cache/ may be a
+    link): whoever finds it missing migrates it under a file lock beside it, the others wait and take it."""
+    TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(TEMPLATE.with_name(f".{TEMPLATE.name}.lock"))):
+        if not ((TEMPLATE / server.DB_NAME).exists() and (TEMPLATE / "admin.json").exists()):
+            migrate_template(tmp_path_factory.mktemp("ls-template") / "labelstudio")
+    return TEMPLATE
+
+
+def migrate_template(folder: Path) -> None:
+    """Start a server on an empty database (Label Studio migrates it), stop it, keep its database and admin."""
+    paths = server.ServerPaths(folder)
     try:
         server.start(paths, SETTINGS, project_root=REPO, die_with_parent=True)
     finally:
@@ -59,11 +69,8 @@ def labelstudio_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     staging.mkdir(parents=True)
     server.copy_private(paths.database, staging / server.DB_NAME)
     server.write_secret(staging / "admin.json", server.read_secret(paths.admin))
-    try:
-        os.replace(staging, TEMPLATE)
-    except OSError:  # another run made it meanwhile
-        shutil.rmtree(staging, ignore_errors=True)
-    return TEMPLATE
+    shutil.rmtree(TEMPLATE, ignore_errors=True)  # an incomplete one (no admin.json): the lock says nobody uses it
+    os.replace(staging, TEMPLATE)
 
 
 @dataclass

@@ -75,8 +75,10 @@ def start_head(logs: Path, token_file: Path, *, num_cpus: int = 2) -> RayCluster
     env = {**os.environ, **auth_env(token_file),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))}
     cluster = RayCluster(address=f"127.0.0.1:{port}", env=env, logs=logs)
+    # the client server on a free port too, not on Ray's fixed default 10001: another cluster of this machine (the
+    # other xdist worker's, another worktree's test run) may hold it
     cluster.start_node(["--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", str(num_cpus),
-                        "--include-dashboard=false"], "head")
+                        "--include-dashboard=false", "--ray-client-server-port", str(free_port())], "head")
     return cluster
 
 

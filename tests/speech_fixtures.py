@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.project import Project
+from tests.run_once import once_per_run
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["PYANNOTE_METRICS_ENABLED"] = "false"
@@ -34,14 +35,16 @@ def run_stages(project: Project, names: tuple[str, ...] = SPEECH_STAGES, session
 
 @pytest.fixture(scope="session")
 def built_samples(tmp_path_factory: pytest.TempPathFactory, sample_media: Path) -> Project:
-    """A project holding both samples, built through `rows` once. Treat as read-only: copy it to change it."""
-    root = tmp_path_factory.mktemp("speech_built").resolve()
-    shutil.copytree(sample_media, root / "raw_video")
-    project = Project(root)
-    reports = run_stages(project)
-    failed = {name: r.failed for name, r in reports.items() if r.failed}
-    assert not failed, failed
-    return project
+    """A project holding both samples, built through `rows` once per run (by the first xdist worker that asks, the
+    others wait for it: tests/run_once.py). Treat as read-only: copy it to change it."""
+
+    def make(root: Path) -> None:
+        shutil.copytree(sample_media, root / "raw_video")
+        reports = run_stages(Project(root.resolve()))
+        failed = {name: r.failed for name, r in reports.items() if r.failed}
+        assert not failed, failed
+
+    return Project(once_per_run(tmp_path_factory, "speech_built", make).resolve())
 
 
 @pytest.fixture
