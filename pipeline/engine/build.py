@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from pipeline.corpus.context import StepOutcome
+from pipeline.engine.context import StepContext, StepOutcome
 from pipeline.engine.corpus_run import CorpusReport, CorpusRun
 from pipeline.engine.plan import plan
 from pipeline.engine.steps import STEPS
@@ -23,7 +23,7 @@ from pipeline.executors.base import Executor
 from pipeline.executors.local import LocalExecutor
 from pipeline.lock import require_lock
 from pipeline.project import Project
-from pipeline.engine.runner import Context, StageReport, run_session_step
+from pipeline.engine.runner import StageReport, run_session_step
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.store import StepRun
 
@@ -94,7 +94,7 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
     session_ids = tuple(session_ids)
     hooks = hooks or QuietHooks()
     require_lock(project)  # taken once, by the writing command
-    context = Context.load(project, overrides)
+    context = StepContext.load(project, overrides)
     entries = context.select(session_ids)
     if not entries:
         raise RescueError("the catalog lists no sessions",
@@ -121,8 +121,8 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
                     "sessions were named" if session_ids else ""
                 if report.corpus_not_run:
                     break
-                corpus = CorpusRun(project, [n for n in steps if STEPS[n].scope == "corpus"],
-                                   on_step=hooks.corpus_step, on_begin=hooks.corpus_begin, overrides=overrides)
+                corpus = CorpusRun(context, [n for n in steps if STEPS[n].scope == "corpus"],
+                                   on_step=hooks.corpus_step, on_begin=hooks.corpus_begin)
                 if corpus.ctx is None:  # nothing to annotate yet: the report says why
                     break
             corpus.run(name)
@@ -137,5 +137,5 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
     return report
 
 
-def _waiting(context: Context, entries: list) -> list[Waiting]:  # type: ignore[type-arg]
+def _waiting(context: StepContext, entries: list) -> list[Waiting]:  # type: ignore[type-arg]
     return waiting_sessions(context, entries, states=("failed", "blocked"))

@@ -1,14 +1,14 @@
 """Whether each corpus step is up to date, computed without running anything (for `rescue status`).
 
-Each step judges itself by its declared `check` (pipeline/corpus/checks.py: the one rule of
+Each step judges itself by its declared `check` (e.g. pipeline/corpus/checks.py: the one rule of
 `pipeline.step.judge` over its own inputs and outputs); a step that declares none is judged by its last run.
 """
 
 from __future__ import annotations
 
 from pipeline.catalog import load_catalog
-from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.state import read_state
+from pipeline.engine.context import StepContext
+from pipeline.engine.state import read_state
 from pipeline.engine.steps import CORPUS_STEPS, STEPS
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -24,8 +24,8 @@ def corpus_freshness(project: Project, overrides: SettingsOverrides = NO_OVERRID
     if not any(path.is_file() and path.stat().st_size for path in rows):
         return [Freshness(step=name, state="blocked", reason="no catalog session has transcript rows yet")
                 for name in CORPUS_STEPS]
-    try:
-        ctx = CorpusContext.load(project, overrides)
+    try:  # read-only: `rescue status` takes no lock and rewrites nothing
+        ctx = StepContext.load(project, overrides).for_corpus()
     except RescueError as exc:  # e.g. no annotation schema yet: the build would stop on it too
         return [Freshness(step=name, state="blocked", reason=exc.message) for name in CORPUS_STEPS]
     found: dict[str, Freshness] = {}

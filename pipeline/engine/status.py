@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.corpus.state import read_state
+from pipeline.engine.context import StepContext
+from pipeline.engine.state import read_state
 from pipeline.engine.freshness import corpus_freshness
 from pipeline.engine.steps import CORPUS_STEPS
 from pipeline.engine.waiting import Waiting, waiting_sessions
 from pipeline.project import Project
-from pipeline.engine.runner import Context, SessionStatus, orphans, session_status
+from pipeline.engine.runner import SessionStatus, orphans, session_status
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.engine.session_steps import STAGES
 
 
 @dataclass
 class StatusTable:
-    context: Context
+    context: StepContext
     sessions: list[SessionStatus]
     not_in_catalog: dict[str, list[str]]
     corpus: list[dict[str, object]]
@@ -29,7 +30,7 @@ class StatusTable:
 
 
 def status_table(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> StatusTable:
-    context = Context.load(project, overrides)
+    context = StepContext.load(project, overrides)
     rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
     kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
     return StatusTable(context, rows, kept, corpus_steps(project, overrides), waiting_sessions(context))

@@ -1,23 +1,29 @@
 """Every step of `rescue build`, in graph order: the registry the plan, the loop, `rescue graph` and
 `rescue status` read. Each step is one `Step` (pipeline/step.py) declared beside its function; this module
-only lists them. Per-session steps come from `pipeline.engine.session_steps.STAGES`; a corpus step marked
-`after_sessions` also waits for every session step that no other session step waits for.
+only lists them (and the resources steps open), and is the engine's only door to the step packages: the
+Label Studio steps in pipeline/annotate/ (server, push, pull, the demo's stored sample annotations), the
+agreement, adjudication, gold and freeze steps in pipeline/corpus/. Per-session steps come from
+`pipeline.engine.session_steps.STAGES`; a corpus step marked `after_sessions` also waits for every session
+step that no other session step waits for.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pipeline.corpus.gold_steps import ADJUDICATE, AGREE, GOLD, SAMPLE_ADJUDICATIONS
+from pipeline.annotate.pull_step import PULL
+from pipeline.annotate.push_step import PUSH
+from pipeline.annotate.sample_steps import SAMPLE_ADJUDICATIONS, SAMPLE_ANNOTATIONS
+from pipeline.annotate.server_step import SERVER, SERVER_RESOURCE
+from pipeline.corpus.gold_steps import ADJUDICATE, AGREE, GOLD
 from pipeline.corpus.release_step import FREEZE
-from pipeline.corpus.server_step import SERVER
-from pipeline.corpus.server_steps import PULL, PUSH, SAMPLE_ANNOTATIONS
 from pipeline.engine.session_steps import STAGES
-from pipeline.step import LABEL_STUDIO, Step
+from pipeline.step import LABEL_STUDIO, Resource, Step
 
-__all__ = ["CORPUS_STEPS", "LABEL_STUDIO", "SESSION_STEPS", "STEPS", "Step"]
+__all__ = ["CORPUS_STEPS", "LABEL_STUDIO", "RESOURCES", "SESSION_STEPS", "STEPS", "Step"]
 
 CORPUS = (SERVER, PUSH, SAMPLE_ANNOTATIONS, PULL, ADJUDICATE, SAMPLE_ADJUDICATIONS, AGREE, GOLD, FREEZE)
+RESOURCES: dict[str, Resource] = {resource.name: resource for resource in (SERVER_RESOURCE,)}
 
 
 def _leaves(steps: list[Step]) -> tuple[str, ...]:

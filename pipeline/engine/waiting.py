@@ -11,7 +11,8 @@ from pydantic import Field
 
 from pipeline.engine.steps import CORPUS_STEPS, STEPS
 from pipeline.records import CatalogEntry, Record
-from pipeline.engine.runner import Context, session_status
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import session_status
 from pipeline.engine.session_steps import STAGES
 from pipeline.transcripts import rows_path
 
@@ -34,7 +35,7 @@ def downstream(step: str) -> tuple[str, ...]:
     return tuple(name for name in STEPS if name in found)
 
 
-def waiting_sessions(ctx: Context, entries: Iterable[CatalogEntry] | None = None,
+def waiting_sessions(ctx: StepContext, entries: Iterable[CatalogEntry] | None = None,
                      states: Iterable[str] = ("failed", "blocked", "stale", "pending")) -> list[Waiting]:
     """The sessions whose session steps are not all done, each with the first such step."""
     wanted = set(states)

@@ -70,7 +70,7 @@ def _annotate(project: Project, client: Client, schema: AnnotationSchema, accoun
     from pipeline.annotate.results import encode
     from pipeline.annotate.projects import annotator_title
     from pipeline.catalog import load_catalog
-    from pipeline.corpus.labelstudio_steps import adjudication_titles
+    from pipeline.annotate.build_session import adjudication_titles
     from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
     from pipeline.sample.row_answers import annotator_answers, reference_answers, sample_truth
     from pipeline.transcripts import read_rows
@@ -121,8 +121,8 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
     from pipeline.annotate.labelstudio import Client
     from pipeline.annotate.pull import pull_annotations
     from pipeline.annotate.push import push_rows, schema_path
-    from pipeline.corpus.labelstudio_steps import adjudication_titles, fetch_annotation_exports, fetch_exports
-    from pipeline.corpus.stored import FORMAT, RECORDING, export_name
+    from pipeline.annotate.build_session import adjudication_titles, fetch_annotation_exports, fetch_exports
+    from pipeline.annotate.stored import FORMAT, RECORDING, export_name
     from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
     from pipeline.schema import load_schema
     from pipeline.settings import load_settings
