@@ -47,7 +47,8 @@ def export_text(tasks: list[dict[str, object]]) -> str:
 
 
 def _build_samples(root: Path) -> Project:
-    from pipeline.engine.runner import Context, run_stage
+    from pipeline.engine.context import StepContext
+    from pipeline.engine.runner import run_stage
     from pipeline.sample_sessions import install_samples
     from pipeline.engine.session_steps import STAGES
 
@@ -56,7 +57,7 @@ def _build_samples(root: Path) -> Project:
     if not project.schemas.exists():
         shutil.copytree(REPO / "annotation_schemas", project.schemas)
     install_samples(project)
-    context = Context.load(project)
+    context = StepContext.load(project)
     for stage in STAGES.values():
         report = run_stage(context, stage, list(context.catalog))
         if report.failed:
