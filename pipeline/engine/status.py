@@ -33,15 +33,15 @@ def status_table(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) 
     context = StepContext.load(project, overrides)
     rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
     kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
-    return StatusTable(context, rows, kept, corpus_steps(project, overrides), waiting_sessions(context))
+    return StatusTable(context, rows, kept, corpus_steps(context), waiting_sessions(context))
 
 
-def corpus_steps(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> list[dict[str, object]]:
+def corpus_steps(context: StepContext) -> list[dict[str, object]]:
     """Every corpus step: its state now and why (computed, nothing runs), and its last run, if any."""
-    last = {str(run["step"]): run for run in corpus_status(project)}
+    last = {str(run["step"]): run for run in corpus_status(context.project)}
     return [{"step": f.step, "state": f.state, "reason": f.reason,
              **last.get(f.step, {"status": None, "finished_at": None, "elapsed_s": None, "error": ""})}
-            for f in corpus_freshness(project, overrides)]
+            for f in corpus_freshness(context)]
 
 
 def corpus_status(project: Project) -> list[dict[str, object]]:
