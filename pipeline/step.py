@@ -79,6 +79,20 @@ class Step:
         return "session" if self.partitioned_by == "session" else "corpus"
 
 
+@dataclass(frozen=True, eq=False)  # eq=False: hashed by identity (the registry caches per set of extensions)
+class Extension:
+    """Steps that some projects get on top of the product's (the demo's stored sample annotations), declared
+    beside them. `applies(catalog)` decides from the project's catalog; each step goes into the graph right
+    after the last of its upstream steps, and `before` names the product steps that then also wait for it.
+    `hooks` are what product steps ask of it inside their own run (`Context.hooks`), by hook name."""
+
+    name: str
+    applies: Callable[[tuple[CatalogEntry, ...]], bool]
+    steps: tuple[Step, ...]
+    before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # its step -> product steps after it
+    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+
 State = Literal["done", "stale", "failed", "pending", "blocked"]
 """What a step *is* now (`rescue status`), for a session step per session and for a corpus step alike.
 done: up to date; stale: it would run (the reason says what changed); failed: its last run failed;
@@ -135,6 +149,8 @@ class Context(Protocol):
     def write_run(self, run: StepRun) -> None: ...
 
     def state_file(self, step: str) -> Path: ...
+
+    def hooks(self, name: str) -> list[Callable[..., Any]]: ...
 
 
 def file_sha(path: Path) -> str:

@@ -1,5 +1,5 @@
-"""The adjudication queue's round trip through Label Studio, inside the `adjudicate` step: push the queue, apply
-the stored sample adjudications, pull the adjudicators' answers."""
+"""The adjudication queue's round trip through Label Studio, inside the `adjudicate` step: push the queue, let the
+project's extensions add answers (the demo's stored sample adjudications), pull the adjudicators' answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers
 from pipeline.annotate.build_session import (ServerSession, adjudication_titles, combined_digest, export_map,
                                              fetch_exports)
-from pipeline.annotate.sample_steps import apply_step
 from pipeline.step import Context, Inputs, StepDetail, file_sha
 
 
@@ -19,9 +18,8 @@ class AdjudicationPullDetail(StepDetail):
 
 
 
-def adjudication_round_trip(ctx: Context, server: ServerSession, *, push: bool,
-                            apply_stored: bool = True) -> tuple[bool, list[str]]:
-    """Push the queue (`push`: it was just rewritten), apply stored adjudications, pull new answers.
+def adjudication_round_trip(ctx: Context, server: ServerSession, *, push: bool) -> tuple[bool, list[str]]:
+    """Push the queue (`push`: it was just rewritten), run the extensions' hooks, pull new answers.
 
     Returns whether anything changed and notes. The answers are pulled only when the adjudication
     projects' content, or the rows and schemas the answers are parsed with, differ from the last pull
@@ -37,7 +35,8 @@ def adjudication_round_trip(ctx: Context, server: ServerSession, *, push: bool,
         items = read_jsonl(layout.adjudication_dir(ctx.project) / "queue.jsonl", QueueItem)
         notes += push_queue(ctx.project, ctx.agreement, items, server.connection)
     exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
-    if exports and apply_stored and apply_step(ctx, server, exports, "adjudication"):
+    created = [hook(ctx, server, exports) for hook in ctx.hooks("adjudication-exports")] if exports else []
+    if any(created):  # a hook added adjudications: fetch what the server holds now
         exports = fetch_exports(server.client, adjudication_titles(ctx.schema))
     inputs = Inputs("adjudication-pull", "2", dict(exports=combined_digest(export_map(exports)),
                                                    parsed_with=parse_inputs(ctx.project))) if exports else None

@@ -167,7 +167,7 @@ def annotation_exports(server: ServerSession, ctx: Context) -> list[ProjectExpor
     return fetch_annotation_exports(server.client, ctx.schema)
 
 
-PULL = Step("pull", pull_step, after=("sample-annotations",), settings=("annotate",), sources="Label Studio exports",
+PULL = Step("pull", pull_step, after=("push",), settings=("annotate",), sources="Label Studio exports",
             outputs=("build/annotations/<snapshot>/",),
             summary="a new immutable snapshot when the exports or the rows changed (re-anchoring, quarantine)",
             version="1", needs=LS, server_check=pull_out_of_date, check=pull_check)

@@ -1,8 +1,9 @@
 """The `push` step: every catalog session's rows as tasks in every annotator's own Label Studio projects.
 
 Push gives every annotator their own projects (independent labels): the roster
-(`roster.counted_annotators`), plus, while the stored sample annotations are in play, the sample's annotators
-(their projects must exist before their stored answers can land there) but not its adjudicator."""
+(`roster.counted_annotators`), plus what the project's extensions add through the `push-roster` hook: in the
+demo, while the stored sample annotations are in play, the sample's annotators (their projects must exist
+before their stored answers can land there) but not its adjudicator (pipeline/annotate/sample_steps.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from pipeline.annotate.integrity_notes import push_notes
 from pipeline.annotate.push import draft_notes, push_rows
 from pipeline.annotate.roster import counted_annotators, stranger_line
 from pipeline.annotate.server_step import LS, NOTHING_CHANGED, by_server
-from pipeline.annotate.stored import accounts, load_stored
 from pipeline.annotate.tasks import session_video
 from pipeline.preannotate.drafts import drafts_path
 from pipeline.step import Context, Inputs, Step, StepDetail, file_sha
@@ -61,10 +61,8 @@ def _projects_unchanged(server: ServerSession, recorded: dict[str, tuple[int, in
 def push_roster(ctx: Context, server: ServerSession) -> tuple[str, ...]:
     """Who gets annotation projects in this build (see the module's doc)."""
     roster = set(counted_annotators(ctx.project, ctx.agreement.annotators, ctx.agreement.adjudicators))
-    if ctx.settings.build.sample_annotations:
-        stored = load_stored("annotation")
-        if any(export.sessions() & set(ctx.rows) for export in stored.values()):
-            roster = (roster | accounts(stored)) - accounts(load_stored("adjudication"))
+    for hook in ctx.hooks("push-roster"):  # the demo's extension adds the stored sample's annotators
+        roster = hook(ctx, roster)
     return tuple(sorted(roster))
 
 

@@ -1,16 +1,22 @@
 """The demo's steps: re-create the stored sample annotations (`sample-annotations`, after push) and adjudications
-(`sample-adjudications`, inside adjudicate's round trip) where the server holds none for the sample sessions."""
+(`sample-adjudications`, inside adjudicate's round trip) where the server holds none for the sample sessions.
+
+They are no product steps: `SAMPLE` declares them as an `Extension` that a project gets when its catalog lists
+a stored-sample session (pipeline/engine/steps.py `registry`), with the two hooks product steps call for it:
+push gives the sample's annotators their projects, adjudicate's round trip applies the stored adjudications."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache, partial
 
 from pipeline.annotate.apply_stored import ApplySummary, apply_stored_export
 from pipeline.annotate.build_session import ProjectExport, ServerSession
 from pipeline.annotate.pull_step import annotation_exports, annotation_exports_of
 from pipeline.annotate.server_step import LS, NOTHING_CHANGED, by_server
-from pipeline.annotate.stored import Kind, load_stored
-from pipeline.step import LABEL_STUDIO, Check, Context, State, Step, StepDetail
+from pipeline.annotate.stored import Kind, accounts, load_stored
+from pipeline.records import CatalogEntry
+from pipeline.step import LABEL_STUDIO, Check, Context, Extension, State, Step, StepDetail
 from pipeline.store import StepRun
 
 
@@ -36,6 +42,8 @@ def _apply_notes(summary: ApplySummary, record: str) -> list[str]:
 def apply_step(ctx: Context, server: ServerSession, exports: Sequence[ProjectExport], kind: Kind) -> int:
     """Re-create the stored sample export of `kind` where the server holds none; returns annotations created."""
     step = "sample-annotations" if kind == "annotation" else "sample-adjudications"
+    if kind == "adjudication" and step not in ctx.build.planned:  # adjudicate's hook, in a build that left it out
+        return 0
     if not ctx.settings.build.sample_annotations:
         ctx.record(step, "skipped", "sample_annotations = false in [tool.rescue.build]")
         return 0
@@ -104,3 +112,33 @@ SAMPLE_ADJUDICATIONS = Step(
     sources="pipeline/sample/annotations/", outputs=("Label Studio adjudications",),
     summary="re-create the stored sample adjudications (inside adjudicate's round trip)", needs=(LABEL_STUDIO,),
     check=stored_sample("sample-adjudications", "adjudication"))
+
+
+@lru_cache(maxsize=1)
+def _stored_sessions() -> frozenset[str]:
+    return frozenset(session for kind in ("annotation", "adjudication")
+                     for export in load_stored(kind).values() for session in export.sessions())  # type: ignore[arg-type]
+
+
+def lists_stored_sample(catalog: tuple[CatalogEntry, ...]) -> bool:
+    """The project's catalog lists a session of the stored sample export (the demo's; a real project's never
+    does). The catalog, not a setting `rescue sample` writes: test projects copy the sample media without it."""
+    return any(entry.session_id in _stored_sessions() for entry in catalog)
+
+
+def sample_roster(ctx: Context, roster: set[str]) -> set[str]:
+    """push's hook: while the stored annotations are in play, the sample's annotators get projects too (the
+    stored adjudicators never do: they answer in the adjudication projects)."""
+    if not ctx.settings.build.sample_annotations:
+        return roster
+    stored = load_stored("annotation")
+    if any(export.sessions() & set(ctx.rows) for export in stored.values()):
+        return (roster | accounts(stored)) - accounts(load_stored("adjudication"))
+    return roster
+
+
+SAMPLE = Extension(
+    "stored sample annotations", lists_stored_sample, (SAMPLE_ANNOTATIONS, SAMPLE_ADJUDICATIONS),
+    before={"sample-annotations": ("pull",), "sample-adjudications": ("agree", "gold")},
+    # adjudicate's hook, between its push of the queue and its pull of the answers: the stored adjudications
+    hooks={"push-roster": sample_roster, "adjudication-exports": partial(apply_step, kind="adjudication")})

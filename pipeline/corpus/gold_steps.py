@@ -133,10 +133,10 @@ def agree_step(ctx: Context) -> Path:
 
 def adjudicate_step(ctx: Context) -> None:
     """The queue of what consensus cannot settle; with the server open, its round trip through Label Studio
-    (which applies the stored sample adjudications when `sample-adjudications` is planned)."""
+    (where the demo's extension applies the stored sample adjudications)."""
     from pipeline.agreement.gold import QueueItem, run_adjudicate
 
-    server, apply_stored = ctx.build.server, "sample-adjudications" in ctx.build.planned
+    server = ctx.build.server
     snapshot = latest_annotations(ctx.project)
     inputs = adjudicate_inputs(ctx, snapshot)
     done = ctx.last_done_with(inputs)
@@ -150,7 +150,7 @@ def adjudicate_step(ctx: Context) -> None:
         count, fresh = len(items), True
     else:
         count, fresh = kept.queue, False
-    changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0, apply_stored=apply_stored)
+    changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0)
                       if server else (False, []))
     notes = _damage_note(damaged) + notes
     where = ctx.project.rel_or_abs(queue_file)
@@ -223,11 +223,11 @@ ADJUDICATE = Step("adjudicate", adjudicate_step, after=("pull",), settings=AGREE
                   needs=(LABEL_STUDIO,), server_check=adjudicate_out_of_date,
                   check=over_snapshot("adjudicate", adjudicate_inputs, adjudicate_outputs, server=True))
 # version "2": the report's acceptance section compares the drafts with the gold, which adjudications settle too
-AGREE = Step("agree", agree_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT,
+AGREE = Step("agree", agree_step, after=("adjudicate",), settings=AGREEMENT,
              sources="annotation_schemas/", outputs=("build/agreement/",), version="2",
              summary="agreement report of the newest snapshot, with the drafts' acceptance against the settled gold",
              check=over_snapshot("agree", agree_inputs, agree_outputs))
-GOLD = Step("gold", gold_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT, sources="",
+GOLD = Step("gold", gold_step, after=("adjudicate",), settings=AGREEMENT, sources="",
             outputs=("build/gold/benchmark.jsonl", "build/gold/provenance.jsonl", "build/gold/summary.json"),
             summary="gold rows per session; every session without gold is listed with the reason",
             check=over_snapshot("gold", gold_inputs, gold_outputs))

@@ -22,6 +22,7 @@ from pydantic import Field
 from pipeline.agreement.settings import AgreementSettings
 from pipeline.catalog import load_catalog
 from pipeline.engine import state
+from pipeline.engine.steps import Registry, registry
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
@@ -88,6 +89,15 @@ class StepContext:
     def outcomes(self) -> list[StepOutcome]:
         """What this build did with each corpus step so far, in order."""
         return self.build.outcomes
+
+    @cached_property
+    def registry(self) -> Registry:
+        """This project's steps: the product's, plus the extensions its catalog calls for (the demo's)."""
+        return registry(self.catalog)
+
+    def hooks(self, name: str) -> list[Callable[..., Any]]:
+        """What this project's extensions add inside a product step's run, by hook name (none for a real project)."""
+        return self.registry.hooks(name)
 
     # -- what the corpus steps read, loaded on first use -------------------------------------------------------
 

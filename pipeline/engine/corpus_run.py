@@ -1,7 +1,10 @@
 """The corpus steps of `rescue build` (`CorpusRun`): the build's loop (pipeline/engine/build.py) runs them in
 turn, each step's function called with the build's one `StepContext`, each skipping itself when it is up to date.
 
-    server -> push -> sample-annotations -> pull -> adjudicate (+ sample-adjudications) -> agree -> gold -> freeze
+    server -> push -> pull -> adjudicate -> agree -> gold -> freeze
+
+(a demo project also gets sample-annotations after push and sample-adjudications after adjudicate, the
+extension of pipeline/annotate/sample_steps.py).
 
 The steps that read Label Studio need the `label-studio` resource, which the `server` step opens only when
 one of the planned ones is out of date: the server's content may have changed (external or running server,
@@ -22,7 +25,7 @@ from pathlib import Path
 from pydantic import Field
 
 from pipeline.engine.context import StepContext, StepOutcome
-from pipeline.engine.steps import CORPUS_STEPS, LABEL_STUDIO, RESOURCES, STEPS
+from pipeline.engine.steps import LABEL_STUDIO, RESOURCES
 from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 from pipeline.records import Record
@@ -47,7 +50,9 @@ class CorpusReport(Record):
 def server_needed(ctx: StepContext, steps: Collection[str] | None = None) -> str | None:
     """Why the `label-studio` resource must be opened for the planned `steps`, or None when the server's
     database is unchanged and every planned step that reads it is up to date."""
-    readers = [STEPS[name] for name in (CORPUS_STEPS if steps is None else steps) if LABEL_STUDIO in STEPS[name].needs]
+    registry = ctx.registry.steps
+    readers = [registry[name] for name in (ctx.registry.corpus if steps is None else steps)
+               if LABEL_STUDIO in registry[name].needs]
     if not readers:
         return None
     changed = RESOURCES[LABEL_STUDIO].changed(ctx)
@@ -109,9 +114,9 @@ class CorpusRun:
         ctx = self.ctx
         assert ctx is not None, self.not_run
         with _step(ctx, name):
-            STEPS[name].run(ctx)
+            ctx.registry.steps[name].run(ctx)
         later = self.planned[self.planned.index(name) + 1:]
-        if ctx.build.server is not None and not any(LABEL_STUDIO in STEPS[step].needs for step in later):
+        if ctx.build.server is not None and not any(LABEL_STUDIO in ctx.registry.steps[step].needs for step in later):
             RESOURCES[LABEL_STUDIO].close(ctx)  # the last step that reads the server is done: stop it, record its stamp
 
     def close(self) -> None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pipeline.engine.context import StepContext
 from pipeline.engine.state import read_state
 from pipeline.engine.freshness import corpus_freshness
-from pipeline.engine.steps import CORPUS_STEPS
+from pipeline.engine.steps import registry
 from pipeline.engine.waiting import Waiting, waiting_sessions
+from pipeline.catalog import load_catalog
 from pipeline.project import Project
 from pipeline.engine.runner import SessionStatus, orphans, session_status
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
@@ -38,16 +39,19 @@ def status_table(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) 
 
 def corpus_steps(context: StepContext) -> list[dict[str, object]]:
     """Every corpus step: its state now and why (computed, nothing runs), and its last run, if any."""
-    last = {str(run["step"]): run for run in corpus_status(context.project)}
+    last = {str(run["step"]): run for run in corpus_status(context.project, context.registry.corpus)}
     return [{"step": f.step, "state": f.state, "reason": f.reason,
              **last.get(f.step, {"status": None, "finished_at": None, "elapsed_s": None, "error": ""})}
             for f in corpus_freshness(context)]
 
 
-def corpus_status(project: Project) -> list[dict[str, object]]:
-    """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
+def corpus_status(project: Project, steps: tuple[str, ...] | None = None) -> list[dict[str, object]]:
+    """The last run of each corpus step (`steps`: default, the project's registry's), for `rescue status`
+    (steps that never ran are left out)."""
+    if steps is None:
+        steps = registry(item.entry for item in load_catalog(project)).corpus
     found = []
-    for step in CORPUS_STEPS:
+    for step in steps:
         state = read_state(project, step)
         if state is not None:
             found.append({"step": step, "status": state.status, "finished_at": state.finished_at,
