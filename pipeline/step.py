@@ -10,28 +10,46 @@ running anything (`rescue status`, like `dvc status`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import ConfigDict, ValidationError
 
 from pipeline import __version__
-from pipeline.records import Record
-from pipeline.store import StepRun, sha256_json
+from pipeline.agreement.settings import AgreementSettings
+from pipeline.project import Project
+from pipeline.records import CatalogEntry, Record
+from pipeline.schema import AnnotationSchema
+from pipeline.settings import Settings
+from pipeline.store import StepRun, sha256_file, sha256_json
 
 LABEL_STUDIO = "label-studio"  # a resource: the engine opens the server only for a step that needs it
+
+
+@dataclass(frozen=True)
+class Resource:
+    """Something corpus steps open (`Step.needs` names it), declared by the step package that opens it. The
+    engine asks `changed(ctx)` whether its content may differ from what the last build saw (None: it cannot),
+    and calls `close(ctx, record=...)` after the last planned step that needs it (`record`: the build went
+    well, so note what the next build compares)."""
+
+    name: str
+    changed: Callable[[Any], str | None]
+    close: Callable[..., None]
 
 
 @dataclass(frozen=True)
 class Step:
     """A step: its function, inputs (upstream steps, settings sections, sources), outputs and code version.
 
+    Every step function receives the build's one context (`Context` below; the engine's `StepContext`).
     `partitioned_by="session"`: it runs once per catalog session, in a temp folder that replaces
-    build/<area>/<session>/ on success, as `run(project, entry, settings, workdir, final) -> record`; the
-    session fields below say what it reads and where it writes. Otherwise it runs once for the corpus as
-    `run(ctx)` (ctx: the build's `CorpusContext`), fingerprints its own named `Inputs`, records what it keeps
-    for the next run as its own `StepDetail`, and `check(ctx)` says whether it is up to date without running.
+    build/<area>/<session>/ on success, as `run(ctx, entry, workdir, final) -> record`; the session fields
+    below say what it reads and where it writes. Otherwise it runs once for the corpus as `run(ctx)`,
+    fingerprints its own named `Inputs`, records what it keeps for the next run as its own `StepDetail`, and
+    `check(ctx)` says whether it is up to date without running.
     """
 
     name: str
@@ -61,6 +79,20 @@ class Step:
         return "session" if self.partitioned_by == "session" else "corpus"
 
 
+@dataclass(frozen=True, eq=False)  # eq=False: hashed by identity (the registry caches per set of extensions)
+class Extension:
+    """Steps that some projects get on top of the product's (the demo's stored sample annotations), declared
+    beside them. `applies(catalog)` decides from the project's catalog; each step goes into the graph right
+    after the last of its upstream steps, and `before` names the product steps that then also wait for it.
+    `hooks` are what product steps ask of it inside their own run (`Context.hooks`), by hook name."""
+
+    name: str
+    applies: Callable[[tuple[CatalogEntry, ...]], bool]
+    steps: tuple[Step, ...]
+    before: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # its step -> product steps after it
+    hooks: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+
+
 State = Literal["done", "stale", "failed", "pending", "blocked"]
 """What a step *is* now (`rescue status`), for a session step per session and for a corpus step alike.
 done: up to date; stale: it would run (the reason says what changed); failed: its last run failed;
@@ -73,6 +105,57 @@ changed: the server's database is unchanged, or no stored sample session is in t
 its state is then `blocked`)."""
 
 Check = Callable[[Any], tuple[State, str]]  # a corpus step's `check`: its state now and why, nothing run
+
+
+class Context(Protocol):
+    """What a step function may use of the build's one context (`pipeline.engine.context.StepContext`).
+
+    Step packages never import the engine (the engine imports them, through its registry), so they name this
+    surface instead. Read-only: the project, its settings and catalog; for corpus steps the annotation
+    schema and the rows' digest; the step state records (read, and written only through `done`,
+    `write_run`). Everything a build changes as it goes (outcomes, the open server, the exports fetched once,
+    what the steps made for the report) is in one place, `build` (the engine's `BuildRun`)."""
+
+    project: Project
+    settings: Settings
+    catalog: tuple[CatalogEntry, ...]
+    build: Any
+
+    @property
+    def agreement(self) -> AgreementSettings: ...
+
+    @property
+    def schema(self) -> AnnotationSchema: ...
+
+    @property
+    def schema_sha(self) -> str: ...
+
+    @property
+    def rows(self) -> dict[str, str]: ...
+
+    def record(self, step: str, status: Outcome, message: str, notes: list[str] | tuple[str, ...] = ()) -> None: ...
+
+    def done(self, step: str, fingerprint: str | Inputs, detail: StepDetail | None = None,
+             files: Iterable[Path] = ()) -> None: ...
+
+    def last_run(self, step: str) -> StepRun | None: ...
+
+    def last_done(self, step: str, fingerprint: str) -> StepRun | None: ...
+
+    def last_done_with(self, inputs: Inputs) -> StepRun | None: ...
+
+    def damaged(self, run: StepRun, paths: Iterable[Path]) -> list[str]: ...
+
+    def write_run(self, run: StepRun) -> None: ...
+
+    def state_file(self, step: str) -> Path: ...
+
+    def hooks(self, name: str) -> list[Callable[..., Any]]: ...
+
+
+def file_sha(path: Path) -> str:
+    """A named input that is a file: its sha256 ('' while it does not exist)."""
+    return sha256_file(path) if path.is_file() else ""
 
 
 def last_run_state(run: StepRun | None) -> tuple[State, str]:

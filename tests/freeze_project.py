@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pipeline.corpus.context import CorpusContext
+from pipeline.engine.context import StepContext
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.state import write_state
+from pipeline.engine.state import write_state
 from pipeline.store import StepRun
 from pipeline.project import Project
 from pipeline.settings import SettingsOverrides
@@ -27,7 +27,7 @@ def hand_made_gold_project(project: Project) -> Project:
 
 
 def freeze(project: Project, overrides: SettingsOverrides = SettingsOverrides()) -> tuple[Path | None, str]:
-    ctx = CorpusContext.load(project, overrides)
+    ctx = StepContext.load(project, overrides)
     release = freeze_step(ctx)
     (outcome,) = ctx.outcomes
     return release, f"{outcome.status} - {outcome.message} {' '.join(outcome.notes)}"

@@ -166,12 +166,12 @@ def test_corpus_steps_report_their_own_time(sample_project: Project) -> None:
 
     from pipeline.cli.console import console
     from pipeline.cli.corpus import print_outcome
-    from pipeline.corpus.context import CorpusContext
+    from pipeline.engine.context import StepContext
     from pipeline.engine.status import corpus_status
     from tests.labelstudio_fixtures import REPO
 
     shutil.copytree(REPO / "annotation_schemas", sample_project.schemas)
-    ctx = CorpusContext.load(sample_project)
+    ctx = StepContext.load(sample_project)
     ctx.begin("gold")
     time.sleep(1.0)
     ctx.done("gold", "fp")

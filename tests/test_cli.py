@@ -82,7 +82,7 @@ def test_bracketed_text_in_messages_is_printed_as_it_is(project: Project) -> Non
 def test_build_step_messages_keep_their_brackets() -> None:
     from pipeline.cli.console import console
     from pipeline.cli.corpus import print_outcome
-    from pipeline.corpus.context import StepOutcome
+    from pipeline.engine.context import StepOutcome
 
     outcome = StepOutcome(step="sample-annotations", status="skipped",
                           message="sample_annotations = false in [tool.rescue.build]", notes=("row [3] of s/a",))

@@ -25,7 +25,7 @@ from pipeline.annotate.labelstudio import Client
 from pipeline.annotate.results import encode
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.cli import main
-from pipeline.corpus.stored import MIN_IOU
+from pipeline.annotate.stored import MIN_IOU
 from pipeline.project import Project
 from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
 from pipeline.sample.row_answers import reference_answers, sample_truth

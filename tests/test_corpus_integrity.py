@@ -24,7 +24,7 @@ from pipeline.annotate.projects import annotator_title
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.catalog import load_catalog
 from pipeline.cli import main
-from pipeline.corpus.stored import MIN_IOU, iou, span_of
+from pipeline.annotate.stored import MIN_IOU, iou, span_of
 from pipeline.project import Project
 from pipeline.records import Annotation
 from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS

@@ -18,10 +18,10 @@ import pytest
 from pipeline.annotate import server
 from pipeline.annotate.pull import pull_annotations
 from pipeline.annotate.push import push_rows
-from pipeline.corpus.apply_stored import ApplySummary, apply_stored_export
-from pipeline.corpus.labelstudio_steps import ServerSession, fetch_annotation_exports
-from pipeline.corpus.server_steps import _apply_notes
-from pipeline.corpus.stored import (MIN_IOU, Placement, StoredAnnotation, StoredExport, StoredTask, Unplaced, anchor,
+from pipeline.annotate.apply_stored import ApplySummary, apply_stored_export
+from pipeline.annotate.build_session import ServerSession, fetch_annotation_exports
+from pipeline.annotate.sample_steps import _apply_notes
+from pipeline.annotate.stored import (MIN_IOU, Placement, StoredAnnotation, StoredExport, StoredTask, Unplaced, anchor,
                                    load_stored, plan_apply)
 from pipeline.project import Project
 from pipeline.records import Annotation, TranscriptRow, row_id_for

@@ -20,10 +20,11 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pipeline.annotate import server
+from pipeline.catalog import load_catalog
 from pipeline.cli import main
 from pipeline.engine.graph import mermaid
 from pipeline.engine.plan import plan
-from pipeline.engine.steps import CORPUS_STEPS, SESSION_STEPS, STEPS
+from pipeline.engine.steps import CORPUS_STEPS, SESSION_STEPS, STEPS, registry
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
 from pipeline.speech import diarize
@@ -45,11 +46,37 @@ def test_only_plans_the_named_steps_and_everything_upstream_of_them() -> None:
     assert plan(["rows"]) == ["ingest", "transcribe", "diarize", "rows"]
     assert plan(["diarize"]) == ["ingest", "diarize"]
     # agree comes after the adjudication round trip: its acceptance section compares drafts with the gold
-    assert plan(["agree"]) == [*SESSION_STEPS, "server", "push", "sample-annotations", "pull", "adjudicate",
-                               "sample-adjudications", "agree"]
+    assert plan(["agree"]) == [*SESSION_STEPS, "server", "push", "pull", "adjudicate", "agree"]
     assert plan(["freeze"]) == [step for step in STEPS if step != "agree"] and plan() == list(STEPS)
-    assert set(CORPUS_STEPS) == {"server", "push", "sample-annotations", "pull", "agree", "adjudicate",
-                                 "sample-adjudications", "gold", "freeze"}
+    # the product's registry: the demo's stored-sample steps are an extension of the sample's projects
+    assert set(CORPUS_STEPS) == {"server", "push", "pull", "agree", "adjudicate", "gold", "freeze"}
+
+
+def test_a_sample_project_gets_the_stored_sample_steps_in_their_place(sample_project: Project) -> None:
+    sample = registry(item.entry for item in load_catalog(sample_project))
+    assert plan(["agree"], sample.steps) == [*SESSION_STEPS, "server", "push", "sample-annotations", "pull",
+                                             "adjudicate", "sample-adjudications", "agree"]
+    assert plan(["freeze"], sample.steps) == [step for step in sample.steps if step != "agree"]
+    assert sample.corpus == ("server", "push", "sample-annotations", "pull", "adjudicate", "sample-adjudications",
+                             "agree", "gold", "freeze")
+    drawn = rescue(sample_project, "graph")
+    assert drawn.exit_code == 0 and drawn.output == mermaid(sample.steps), drawn.output
+    for edge in ("push --> sample_annotations", "sample_annotations --> pull", "adjudicate --> sample_adjudications",
+                 "sample_adjudications --> agree", "sample_adjudications --> gold"):
+        assert edge in drawn.output, (edge, drawn.output)
+
+
+def test_a_real_project_has_no_stored_sample_steps(project: Project, add_video: Callable[..., CatalogEntry]) -> None:
+    add_video("a", 3.0)  # a catalog session that is none of the stored sample's
+    assert registry(item.entry for item in load_catalog(project)).steps == STEPS
+    drawn = rescue(project, "graph")
+    assert drawn.exit_code == 0 and drawn.output == mermaid(), drawn.output
+    assert "sample_annotations" not in drawn.output and "sample_adjudications" not in drawn.output
+    status = rescue(project, "status", "--json")
+    assert status.exit_code == 0, status.output
+    assert [row["step"] for row in json.loads(status.output)["corpus"]] == list(CORPUS_STEPS)
+    unknown = rescue(project, "build", "--only", "sample-annotations")
+    assert unknown.exit_code != 0 and "unknown step(s): sample-annotations" in unknown.output, unknown.output
 
 
 def test_only_runs_exactly_the_named_session_step(project: Project, add_video: Callable[..., CatalogEntry]) -> None:

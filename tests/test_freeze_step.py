@@ -20,9 +20,9 @@ from rich.console import Console
 from pipeline.cli import main
 from pipeline.cli.corpus import print_corpus_report
 from pipeline.engine.corpus_run import CorpusReport
-from pipeline.corpus.context import CorpusContext, StepOutcome
+from pipeline.engine.context import StepContext, StepOutcome
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.state import write_state
+from pipeline.engine.state import write_state
 from pipeline.store import StepRun as StepState
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -134,6 +134,6 @@ def test_a_waiting_freeze_says_what_the_existing_release_holds(corpus: Project) 
 
 
 def ctx_outcomes(project: Project) -> list[StepOutcome]:
-    ctx = CorpusContext.load(project)
+    ctx = StepContext.load(project)
     freeze_step(ctx)
     return ctx.outcomes

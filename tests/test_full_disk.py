@@ -21,7 +21,7 @@ from pipeline.annotate.pull import ANNOTATIONS_FILE, SUMMARY_FILE, pull_annotati
 from pipeline.annotate.push import push_rows
 from pipeline.cli import main
 from pipeline.engine.corpus_run import _step
-from pipeline.corpus.context import CorpusContext
+from pipeline.engine.context import StepContext
 from pipeline.errors import RescueError
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, write_truth_rows
 from tests.release_inputs import published_benchmark
@@ -113,7 +113,7 @@ def test_pull_on_a_full_disk_says_where_keeps_no_half_snapshot_and_completes_nex
 
         # The build's boundary around its pull step (what `rescue build` runs; the whole build would first
         # transcribe the sessions with real models): the same one line, not "internal error OSError(28, ...)".
-        ctx = CorpusContext.load(pushed.project)
+        ctx = StepContext.load(pushed.project)
         with pytest.raises(RescueError) as caught, _step(ctx, "pull"):
             pull_annotations(pushed.project, pushed.connection, settings=SETTINGS)
         assert caught.value.message.startswith(f"rescue build, step pull: cannot write {annotations}/")

@@ -21,7 +21,7 @@ from pipeline.annotate.labelstudio import Connection
 from pipeline.annotate.projects import annotator_title
 from pipeline.annotate.push import push_rows
 from pipeline.cli import main
-from pipeline.corpus.labelstudio_steps import open_server
+from pipeline.annotate.build_session import open_server
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.engine.runner import Context, run_stage

@@ -14,8 +14,8 @@ from pipeline.annotate.accounts import add_annotators
 from pipeline.annotate.projects import annotator_title
 from pipeline.annotate.push import draft_notes, push_rows
 from pipeline.annotate.results import encode
-from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.server_steps import push_fingerprint
+from pipeline.engine.context import StepContext
+from pipeline.annotate.push_step import push_fingerprint
 from pipeline.errors import RescueError
 from pipeline.preannotate.drafts import RowDraft, SessionDrafts, drafts_path
 from pipeline.records import TranscriptRow
@@ -190,9 +190,9 @@ def test_a_drafts_file_of_another_schema_or_session_is_a_clear_error(ls_server: 
 
 def test_new_drafts_change_the_push_fingerprint(ls_server: LiveServer, rows: list[TranscriptRow]) -> None:
     project = ls_server.project
-    before = push_fingerprint(CorpusContext.load(project))
+    before = push_fingerprint(StepContext.load(project))
     write_drafts(project.build, rows, "m3", "request")
-    assert push_fingerprint(CorpusContext.load(project)) != before
+    assert push_fingerprint(StepContext.load(project)) != before
 
 
 def test_the_gold_models_drafts_of_the_sample_gold_are_pushed_with_each_fields_source(

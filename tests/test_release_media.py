@@ -23,9 +23,9 @@ from click.testing import CliRunner
 
 from pipeline.catalog import load_catalog
 from pipeline.cli import main
-from pipeline.corpus.context import CorpusContext
+from pipeline.engine.context import StepContext
 from pipeline.corpus.release_step import freeze_step
-from pipeline.corpus.state import write_state
+from pipeline.engine.state import write_state
 from pipeline.store import StepRun as StepState
 from pipeline.project import Project
 from pipeline.schema import load_schema
@@ -272,7 +272,7 @@ def test_the_build_step_refreezes_when_a_clip_changes_or_the_setting_flips(built
     write_media_gold(project, project.build / "gold" / "benchmark.jsonl")
 
     def freeze() -> str:
-        ctx = CorpusContext.load(project)
+        ctx = StepContext.load(project)
         freeze_step(ctx)
         (outcome,) = ctx.outcomes
         return f"{outcome.status} - {outcome.message}"

@@ -9,8 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.corpus.release_step import FreezeDetail
-from pipeline.corpus.server_step import ServerDetail
-from pipeline.corpus.server_steps import ApplyDetail, PullDetail, PushDetail
+from pipeline.annotate.server_step import ServerDetail
+from pipeline.annotate.pull_step import PullDetail
+from pipeline.annotate.push_step import PushDetail
+from pipeline.annotate.sample_steps import ApplyDetail
 from pipeline.store import StepRun
 
 

@@ -46,11 +46,15 @@ def build(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, only: tup
 
 
 @click.command()
-def graph() -> None:
-    """Print the step graph (Mermaid), generated from the step declarations."""
+@click.pass_context
+def graph(ctx: click.Context) -> None:
+    """Print the project's step graph (Mermaid), generated from the step declarations."""
+    from pipeline.catalog import load_catalog
     from pipeline.engine.graph import mermaid
+    from pipeline.engine.steps import registry
 
-    click.echo(mermaid(), nl=False)
+    catalog = load_catalog(project_of(ctx))
+    click.echo(mermaid(registry(item.entry for item in catalog).steps), nl=False)
 
 
 @click.command()

@@ -6,7 +6,7 @@ from rich.console import Console
 
 from pipeline.cli.console import line, styled
 from pipeline.engine.corpus_run import CorpusReport
-from pipeline.corpus.context import StepOutcome
+from pipeline.engine.context import StepOutcome
 
 COLOURS = {"ran": "green", "up to date": "dim", "not needed": "dim", "waiting": "yellow", "skipped": "yellow"}
 

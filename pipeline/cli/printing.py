@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from pipeline.cli.console import line, styled
 from pipeline.cli.corpus import print_corpus_report, print_outcome
-from pipeline.corpus.context import StepOutcome
+from pipeline.engine.context import StepOutcome
 from pipeline.engine.build import BuildReport, StageCallbacks, run_build
 from pipeline.engine.waiting import Waiting, describe
 from pipeline.executors.base import Executor

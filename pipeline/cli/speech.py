@@ -91,14 +91,14 @@ def rows(ctx: click.Context, session_ids: tuple[str, ...], jobs: int, executor: 
 def speakers(ctx: click.Context, session_ids: tuple[str, ...], refresh: bool) -> None:
     """Write raw_video/speaker_maps/<session>.toml: proposed names per diarization label, for you to check, with
     audio snippets (build/snippets/) and first words of each label's longest turns."""
-    from pipeline.engine.runner import Context
+    from pipeline.engine.context import StepContext
     from pipeline.speech.speaker_evidence import snippets_dir
     from pipeline.speech.speaker_map import write_speaker_map
 
     project = project_of(ctx)
     if run_stages(project, ["ingest", "transcribe", "diarize"], session_ids, 1, overrides_of(ctx)):
         sys.exit(1)
-    context = Context.load(project, overrides_of(ctx))
+    context = StepContext.load(project, overrides_of(ctx))
     for entry in context.select(session_ids):
         written = write_speaker_map(project, entry, context.settings, refresh=refresh)
         console.print(f"{entry.session_id}: wrote {project.rel(written.path)}; listen to the snippets in "
@@ -132,12 +132,12 @@ def score_transcript(ctx: click.Context, session_ids: tuple[str, ...], reference
     """WER (jiwer) and DER (pyannote.metrics) of built transcripts, per session and overall."""
     from rich.table import Table
 
-    from pipeline.engine.runner import Context
+    from pipeline.engine.context import StepContext
     from pipeline.speech.scoring import score_sessions
     from pipeline.store import write_text_atomic
 
     project = project_of(ctx)
-    context = Context.load(project, overrides_of(ctx))
+    context = StepContext.load(project, overrides_of(ctx))
     result = score_sessions(project, context.select(session_ids), references, collar=collar,
                             skip_overlap=skip_overlap, encoding=context.settings.speech.subtitle_encoding)
     text = json.dumps(result, indent=2)

@@ -12,17 +12,16 @@ from typing import TYPE_CHECKING
 from pipeline import layout
 from pipeline.agreement.adjudication_tasks import TASKS_FILE
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
-from pipeline.corpus.checks import over_snapshot, stored_sample
-from pipeline.corpus.context import CorpusContext
-from pipeline.step import LABEL_STUDIO, Inputs, Step, StepDetail
-from pipeline.corpus.state import damaged_outputs, file_sha, last_done, last_done_with
+from pipeline.annotate.adjudication_round_trip import adjudication_round_trip
+from pipeline.corpus.checks import over_snapshot
+from pipeline.step import LABEL_STUDIO, Context, Inputs, Step, StepDetail, file_sha
 from pipeline.store import read_jsonl
 
 if TYPE_CHECKING:
     from pipeline.agreement.gold import QueueItem
 
 
-def _settings_json(ctx: CorpusContext) -> dict[str, object]:
+def _settings_json(ctx: Context) -> dict[str, object]:
     return ctx.agreement.model_dump(mode="json")
 
 
@@ -42,7 +41,7 @@ class GoldDetail(StepDetail):
     benchmark_sha256: str = ""
 
 
-def agree_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
+def agree_inputs(ctx: Context, snapshot: Path) -> Inputs:
     answers = adjudication_answers(ctx.project)
     # the report links each dispute to its adjudication task: a new or re-asked task changes the report
     tasks = layout.adjudication_dir(ctx.project) / TASKS_FILE
@@ -53,46 +52,46 @@ def agree_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
                   AGREEMENT)
 
 
-def agree_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+def agree_fingerprint(ctx: Context, snapshot: Path) -> str:
     return agree_inputs(ctx, snapshot).fingerprint()
 
 
-def adjudicate_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
+def adjudicate_inputs(ctx: Context, snapshot: Path) -> Inputs:
     return Inputs("adjudicate", ADJUDICATE.version, dict(annotations=file_sha(snapshot), rows=ctx.rows,
                                           settings=_settings_json(ctx), schema=ctx.schema_sha), AGREEMENT)
 
 
-def adjudicate_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+def adjudicate_fingerprint(ctx: Context, snapshot: Path) -> str:
     return adjudicate_inputs(ctx, snapshot).fingerprint()
 
 
-def adjudicate_out_of_date(ctx: CorpusContext) -> str | None:
+def adjudicate_out_of_date(ctx: Context) -> str | None:
     """Why adjudicate must run (and take its queue through the server), or None when it is up to date."""
     fp = adjudicate_fingerprint(ctx, latest_annotations(ctx.project))
-    return None if last_done(ctx.project, "adjudicate", fp) else "annotations or agreement settings changed"
+    return None if ctx.last_done("adjudicate", fp) else "annotations or agreement settings changed"
 
 
-def gold_inputs(ctx: CorpusContext, snapshot: Path) -> Inputs:
+def gold_inputs(ctx: Context, snapshot: Path) -> Inputs:
     answers = adjudication_answers(ctx.project)
     return Inputs("gold", GOLD.version, dict(annotations=file_sha(snapshot),
                                              adjudications=file_sha(answers) if answers else "", rows=ctx.rows,
                                              settings=_settings_json(ctx), schema=ctx.schema_sha), AGREEMENT)
 
 
-def gold_fingerprint(ctx: CorpusContext, snapshot: Path) -> str:
+def gold_fingerprint(ctx: Context, snapshot: Path) -> str:
     return gold_inputs(ctx, snapshot).fingerprint()
 
 
-def agree_outputs(ctx: CorpusContext) -> list[Path]:
+def agree_outputs(ctx: Context) -> list[Path]:
     folder = layout.agreement_dir(ctx.project)
     return _outputs(folder) + [folder / "report.html"]
 
 
-def adjudicate_outputs(ctx: CorpusContext) -> list[Path]:
+def adjudicate_outputs(ctx: Context) -> list[Path]:
     return _outputs(layout.adjudication_dir(ctx.project), "queue.jsonl", "summary.json")
 
 
-def gold_outputs(ctx: CorpusContext) -> list[Path]:
+def gold_outputs(ctx: Context) -> list[Path]:
     return _outputs(layout.gold_dir(ctx.project), layout.GOLD_FILE, "provenance.jsonl", "summary.json")
 
 
@@ -108,7 +107,7 @@ def _damage_note(damaged: list[str]) -> list[str]:
             "(missing, cut or edited), so the step ran again"] if damaged else []
 
 
-def agree_step(ctx: CorpusContext) -> Path:
+def agree_step(ctx: Context) -> Path:
     """build/agreement/ for the newest snapshot; returns the HTML report."""
     from pipeline.agreement.agree import run_agree
 
@@ -116,11 +115,11 @@ def agree_step(ctx: CorpusContext) -> Path:
     folder = layout.agreement_dir(ctx.project)
     html = folder / "report.html"
     inputs = agree_inputs(ctx, snapshot)
-    done = last_done_with(ctx.project, inputs)
-    damaged = damaged_outputs(ctx.project, done, agree_outputs(ctx)) if done else []
+    done = ctx.last_done_with(inputs)
+    damaged = ctx.damaged(done, agree_outputs(ctx)) if done else []
     if done is not None and not damaged:
         ctx.record("agree", "up to date", f"report of snapshot {snapshot.parent.name}")
-        ctx.agreement_report = html
+        ctx.build.agreement_report = html
         return html
     output = run_agree(ctx.project, ctx.agreement)
     report = output.report
@@ -128,22 +127,21 @@ def agree_step(ctx: CorpusContext) -> Path:
     ctx.record("agree", "ran", f"{len(report.annotators)} annotator(s), {report.rows} row(s) of {report.sessions} "
                                f"session(s) -> {ctx.project.rel_or_abs(output.html)}",
                _damage_note(damaged) + [note.message for note in report.notes])
-    ctx.agreement_report = output.html
+    ctx.build.agreement_report = output.html
     return output.html
 
 
-def adjudicate_step(ctx: CorpusContext) -> None:
+def adjudicate_step(ctx: Context) -> None:
     """The queue of what consensus cannot settle; with the server open, its round trip through Label Studio
-    (which applies the stored sample adjudications when `sample-adjudications` is planned)."""
+    (where the demo's extension applies the stored sample adjudications)."""
     from pipeline.agreement.gold import QueueItem, run_adjudicate
-    from pipeline.corpus.server_steps import adjudication_round_trip
 
-    server, apply_stored = ctx.server, "sample-adjudications" in ctx.planned
+    server = ctx.build.server
     snapshot = latest_annotations(ctx.project)
     inputs = adjudicate_inputs(ctx, snapshot)
-    done = last_done_with(ctx.project, inputs)
+    done = ctx.last_done_with(inputs)
     outputs = adjudicate_outputs(ctx)
-    damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    damaged = ctx.damaged(done, outputs) if done else []
     kept = AdjudicateDetail.of(done)
     queue_file = outputs[0]
     items = None
@@ -152,7 +150,7 @@ def adjudicate_step(ctx: CorpusContext) -> None:
         count, fresh = len(items), True
     else:
         count, fresh = kept.queue, False
-    changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0, apply_stored=apply_stored)
+    changed, notes = (adjudication_round_trip(ctx, server, push=fresh and count > 0)
                       if server else (False, []))
     notes = _damage_note(damaged) + notes
     where = ctx.project.rel_or_abs(queue_file)
@@ -176,7 +174,7 @@ def queued_fields(items: Iterable[QueueItem]) -> set[tuple[str, str, str]]:
     return {(item.session_id, item.row_id, item.field) for item in items}
 
 
-def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
+def gold_step(ctx: Context) -> tuple[tuple[str, ...], dict[str, str]]:
     """build/gold/; returns the sessions written and the pending ones (every catalog session not written)."""
     from pipeline.agreement.gold import GoldSummary, run_gold
 
@@ -185,8 +183,8 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
     folder = layout.gold_dir(ctx.project)
     summary_file, gold_file = folder / "summary.json", layout.gold_file(ctx.project)
     outputs = gold_outputs(ctx)
-    done = last_done_with(ctx.project, inputs)
-    damaged = damaged_outputs(ctx.project, done, outputs) if done else []
+    done = ctx.last_done_with(inputs)
+    damaged = ctx.damaged(done, outputs) if done else []
     if done is not None and not damaged:
         summary = GoldSummary.model_validate_json(summary_file.read_text(encoding="utf-8"))
         status = "up to date"
@@ -196,7 +194,7 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
                                             benchmark_sha256=summary.benchmark_sha256), files=outputs)
         status = "ran"
     pending = pending_sessions(ctx, summary.sessions_written, summary.sessions_pending)
-    ctx.gold_sessions, ctx.pending = summary.sessions_written, pending
+    ctx.build.gold_sessions, ctx.build.pending = summary.sessions_written, pending
     sources = ", ".join(f"{k} {v}" for k, v in summary.fields_by_source.items())
     ctx.record("gold", status, f"{len(summary.sessions_written)} session(s), {summary.rows_written} row(s) -> "
                                f"{ctx.project.rel_or_abs(gold_file)}; {len(pending)} session(s) pending",
@@ -204,7 +202,7 @@ def gold_step(ctx: CorpusContext) -> tuple[tuple[str, ...], dict[str, str]]:
     return summary.sessions_written, pending
 
 
-def pending_sessions(ctx: CorpusContext, written: tuple[str, ...], reasons: dict[str, str]) -> dict[str, str]:
+def pending_sessions(ctx: Context, written: tuple[str, ...], reasons: dict[str, str]) -> dict[str, str]:
     """Every catalog session that has no gold, with the reason (never left out silently)."""
     pending = {}
     for session_id, rows_sha in sorted(ctx.rows.items()):
@@ -219,29 +217,17 @@ def pending_sessions(ctx: CorpusContext, written: tuple[str, ...], reasons: dict
     return pending
 
 
-
-def sample_adjudications_step(ctx: CorpusContext) -> None:
-    """Nothing of its own: the stored sample adjudications must land between adjudicate's push of the queue
-    and its pull of the answers, so adjudicate's round trip applies them (and records this step's outcome)
-    when this step is planned."""
-
-
 ADJUDICATE = Step("adjudicate", adjudicate_step, after=("pull",), settings=AGREEMENT, sources="annotation_schemas/",
                   outputs=("build/adjudication/queue.jsonl", "build/adjudication/summary.json"),
                   summary="consensus; the queue of what it cannot settle, round trip through Label Studio",
                   needs=(LABEL_STUDIO,), server_check=adjudicate_out_of_date,
                   check=over_snapshot("adjudicate", adjudicate_inputs, adjudicate_outputs, server=True))
-SAMPLE_ADJUDICATIONS = Step(
-    "sample-adjudications", sample_adjudications_step, after=("adjudicate",), settings=("build",),
-    sources="pipeline/sample/annotations/", outputs=("Label Studio adjudications",),
-    summary="re-create the stored sample adjudications (inside adjudicate's round trip)", needs=(LABEL_STUDIO,),
-    check=stored_sample("sample-adjudications", "adjudication"))
 # version "2": the report's acceptance section compares the drafts with the gold, which adjudications settle too
-AGREE = Step("agree", agree_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT,
+AGREE = Step("agree", agree_step, after=("adjudicate",), settings=AGREEMENT,
              sources="annotation_schemas/", outputs=("build/agreement/",), version="2",
              summary="agreement report of the newest snapshot, with the drafts' acceptance against the settled gold",
              check=over_snapshot("agree", agree_inputs, agree_outputs))
-GOLD = Step("gold", gold_step, after=("adjudicate", "sample-adjudications"), settings=AGREEMENT, sources="",
+GOLD = Step("gold", gold_step, after=("adjudicate",), settings=AGREEMENT, sources="",
             outputs=("build/gold/benchmark.jsonl", "build/gold/provenance.jsonl", "build/gold/summary.json"),
             summary="gold rows per session; every session without gold is listed with the reason",
             check=over_snapshot("gold", gold_inputs, gold_outputs))

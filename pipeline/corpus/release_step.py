@@ -30,10 +30,8 @@ from pathlib import Path
 from pipeline import layout
 from pipeline.agreement.inputs import adjudication_answers, latest_annotations
 from pipeline.corpus.agreement_card import build_agreement
-from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.state import file_sha, last_done_with, read_state
-from pipeline.corpus.server_steps import PullDetail
-from pipeline.step import Inputs, State, Step, StepDetail, judge
+from pipeline.annotate.pull_step import PullDetail
+from pipeline.step import Context, Inputs, State, Step, StepDetail, file_sha, judge
 from pipeline.store import read_jsonl
 from pipeline.tasks.freeze_gold import GoldInput, ReleaseDefaults
 from pipeline.tasks.release import ModelVersion
@@ -53,7 +51,7 @@ def _packages(packages: dict[str, str], *names: str) -> str:
     return ", ".join(f"{name} {packages[name]}" for name in names if name in packages)
 
 
-def model_versions(ctx: CorpusContext, session_ids: set[str]) -> tuple[ModelVersion, ...]:
+def model_versions(ctx: Context, session_ids: set[str]) -> tuple[ModelVersion, ...]:
     """The models behind the gold sessions' rows (from the stage manifests) and the consensus text model."""
     from pipeline.speech.records import DiarizationRecord, TranscriptionRecord
 
@@ -91,9 +89,9 @@ def release_is_current(out: Path, done: FreezeDetail | None) -> bool:
     return bool(recorded) and file_sha(out / "MANIFEST.json") == recorded and verify_release(out).ok
 
 
-def _snapshots(ctx: CorpusContext) -> list[str]:
+def _snapshots(ctx: Context) -> list[str]:
     """The annotation snapshot (and adjudication answers) the gold now comes from, for the manifest."""
-    pull = PullDetail.of(read_state(ctx.project, "pull"))
+    pull = PullDetail.of(ctx.last_run("pull"))
     snapshots = [pull.snapshot if pull is not None and pull.snapshot else latest_annotations(ctx.project).parent.name]
     answers = adjudication_answers(ctx.project)
     if answers is not None:
@@ -121,7 +119,7 @@ def _manifest(out: Path) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-def _kept_release(ctx: CorpusContext, out: Path) -> str:
+def _kept_release(ctx: Context, out: Path) -> str:
     """Why nothing is frozen now, and what the existing release (if any) holds: it is left as it is."""
     from pipeline.tasks.verify import verify_release
 
@@ -146,7 +144,7 @@ class FreezePlan:
     inputs: Inputs
 
 
-def freeze_plan(ctx: CorpusContext) -> FreezePlan | None:
+def freeze_plan(ctx: Context) -> FreezePlan | None:
     """The release to freeze from the gold file, or None while the gold file holds no session."""
     from pipeline.tasks.clips import clips_signature
     from pipeline.tasks.freeze_gold import gold_clips, read_gold_input
@@ -176,19 +174,19 @@ def freeze_plan(ctx: CorpusContext) -> FreezePlan | None:
     return FreezePlan(given, release, out, models, clips, agreement, inputs)
 
 
-def freeze_freshness(ctx: CorpusContext) -> tuple[State, str]:
+def freeze_freshness(ctx: Context) -> tuple[State, str]:
     """The freeze step's state without running it: the one rule, with the release verified as its output."""
     plan = freeze_plan(ctx)
     if plan is None:
         return "blocked", "no session has complete gold yet"
-    run = read_state(ctx.project, "freeze")
+    run = ctx.last_run("freeze")
     state, reason = judge(run, plan.inputs)
     if state == "done" and not (plan.out.is_dir() and release_is_current(plan.out, FreezeDetail.of(run))):
         return "stale", f"release {plan.out.name} is not the one the last freeze made (missing, edited or damaged)"
     return state, reason
 
 
-def freeze_step(ctx: CorpusContext) -> Path | None:
+def freeze_step(ctx: Context) -> Path | None:
     """Returns the release folder, or None while no session has complete gold. Freezes through the same
     `freeze_gold` as `rescue freeze --gold FILE`, with the same defaults (pipeline/tasks/freeze_gold.py)."""
     from pipeline.tasks.coverage import describe_label_sources
@@ -202,10 +200,10 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     gold, given, release, out, clips = layout.gold_file(ctx.project), plan.given, plan.release, plan.out, plan.clips
     version, models, agreement = release.version, plan.models, plan.agreement
     sessions, warnings = given.sessions, given.warnings
-    done = last_done_with(ctx.project, plan.inputs)
+    done = ctx.last_done_with(plan.inputs)
     if done is not None and out.is_dir() and release_is_current(out, FreezeDetail.of(done)):
         ctx.record("freeze", "up to date", f"release {version}: {len(sessions)} session(s) -> {ctx.project.rel(out)}/")
-        ctx.release = out
+        ctx.build.release = out
         return out
     snapshots = _same_gold_snapshots(out, file_sha(gold)) or _snapshots(ctx)
     try:
@@ -233,7 +231,7 @@ def freeze_step(ctx: CorpusContext) -> Path | None:
     status = "up to date" if summary.unchanged else "ran"
     ctx.record("freeze", status, f"release {version}: {len(sessions)} session(s), instances {counts} -> "
                                  f"{ctx.project.rel(out)}/", notes)
-    ctx.release = out
+    ctx.build.release = out
     return out
 
 

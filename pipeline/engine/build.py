@@ -13,17 +13,16 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from pipeline.corpus.context import StepOutcome
+from pipeline.engine.context import StepContext, StepOutcome
 from pipeline.engine.corpus_run import CorpusReport, CorpusRun
 from pipeline.engine.plan import plan
-from pipeline.engine.steps import STEPS
 from pipeline.engine.waiting import Waiting, waiting_sessions
 from pipeline.errors import RescueError
 from pipeline.executors.base import Executor
 from pipeline.executors.local import LocalExecutor
 from pipeline.lock import require_lock
 from pipeline.project import Project
-from pipeline.engine.runner import Context, StageReport, run_session_step
+from pipeline.engine.runner import StageReport, run_session_step
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.store import StepRun
 
@@ -88,13 +87,14 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
     """Run the planned steps that are out of date. Per-session steps go to `executor` (default: the local
     one with `jobs` processes); corpus steps run here, unless sessions were named or `annotate` is off.
     `overrides` (a command's flags) travel with every session job to whichever worker runs it."""
-    steps = plan(only)
+    context = StepContext.load(project, overrides)
+    registry = context.registry.steps  # the product's steps, plus the extensions this project's catalog calls for
+    steps = plan(only, registry)
     if not annotate:  # --no-annotation stops at the rows: the drafts are made for annotation, so they wait too
         steps = [name for name in steps if name not in FOR_ANNOTATION]
     session_ids = tuple(session_ids)
     hooks = hooks or QuietHooks()
     require_lock(project)  # taken once, by the writing command
-    context = Context.load(project, overrides)
     entries = context.select(session_ids)
     if not entries:
         raise RescueError("the catalog lists no sessions",
@@ -105,7 +105,7 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
     corpus: CorpusRun | None = None
     try:
         for name in steps:  # graph order: every session step comes before the corpus steps
-            step = STEPS[name]
+            step = registry[name]
             if step.partitioned_by == "session":
                 with hooks.stage(name) as callbacks:
                     stage = run_session_step(context, step, entries, executor=executor, **callbacks._asdict())
@@ -121,8 +121,8 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
                     "sessions were named" if session_ids else ""
                 if report.corpus_not_run:
                     break
-                corpus = CorpusRun(project, [n for n in steps if STEPS[n].scope == "corpus"],
-                                   on_step=hooks.corpus_step, on_begin=hooks.corpus_begin, overrides=overrides)
+                corpus = CorpusRun(context, [n for n in steps if registry[n].scope == "corpus"],
+                                   on_step=hooks.corpus_step, on_begin=hooks.corpus_begin)
                 if corpus.ctx is None:  # nothing to annotate yet: the report says why
                     break
             corpus.run(name)
@@ -137,5 +137,5 @@ def run_build(project: Project, session_ids: Iterable[str] = (), only: Iterable[
     return report
 
 
-def _waiting(context: Context, entries: list) -> list[Waiting]:  # type: ignore[type-arg]
+def _waiting(context: StepContext, entries: list) -> list[Waiting]:  # type: ignore[type-arg]
     return waiting_sessions(context, entries, states=("failed", "blocked"))

@@ -1,15 +1,19 @@
 """The corpus steps of `rescue build` (`CorpusRun`): the build's loop (pipeline/engine/build.py) runs them in
-turn, each step's function called with the one `CorpusContext`, each skipping itself when it is up to date.
+turn, each step's function called with the build's one `StepContext`, each skipping itself when it is up to date.
 
-    server -> push -> sample-annotations -> pull -> adjudicate (+ sample-adjudications) -> agree -> gold -> freeze
+    server -> push -> pull -> adjudicate -> agree -> gold -> freeze
+
+(a demo project also gets sample-annotations after push and sample-adjudications after adjudicate, the
+extension of pipeline/annotate/sample_steps.py).
 
 The steps that read Label Studio need the `label-studio` resource, which the `server` step opens only when
 one of the planned ones is out of date: the server's content may have changed (external or running server,
 or the embedded server's database stamp differs from the one the last build recorded after stopping it), or
 a step's own inputs changed (its declared `server_check`: push's rows and settings, no snapshot yet,
 adjudicate's annotations and settings). The loop closes the server after the last planned step that reads
-it. A step that fails records its error in build/state/corpus/<step>.json and stops the build with one line
-and the fix.
+it. The server is a `Resource` (pipeline/step.py) its step package declares; the engine reaches it, like every
+step, through the registry (pipeline/engine/steps.py). A step that fails records its error in
+build/state/corpus/<step>.json and stops the build with one line and the fix.
 """
 
 from __future__ import annotations
@@ -20,15 +24,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from pipeline.catalog import load_catalog
-from pipeline.corpus.context import CorpusContext, StepOutcome
-from pipeline.corpus.server_step import close_server, server_changed
-from pipeline.corpus.state import write_state
-from pipeline.engine.steps import CORPUS_STEPS, LABEL_STUDIO, STEPS
+from pipeline.engine.context import StepContext, StepOutcome
+from pipeline.engine.steps import LABEL_STUDIO, RESOURCES
 from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 from pipeline.records import Record
-from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.store import StepRun
 from pipeline.transcripts import rows_path
 
@@ -47,28 +47,30 @@ class CorpusReport(Record):
         return any(step.status == "ran" and step.step != "server" for step in self.steps)
 
 
-def server_needed(ctx: CorpusContext, steps: Collection[str] | None = None) -> str | None:
+def server_needed(ctx: StepContext, steps: Collection[str] | None = None) -> str | None:
     """Why the `label-studio` resource must be opened for the planned `steps`, or None when the server's
     database is unchanged and every planned step that reads it is up to date."""
-    readers = [STEPS[name] for name in (CORPUS_STEPS if steps is None else steps) if LABEL_STUDIO in STEPS[name].needs]
+    registry = ctx.registry.steps
+    readers = [registry[name] for name in (ctx.registry.corpus if steps is None else steps)
+               if LABEL_STUDIO in registry[name].needs]
     if not readers:
         return None
-    changed = server_changed(ctx)
+    changed = RESOURCES[LABEL_STUDIO].changed(ctx)
     if changed:
         return changed
     return next((why for step in readers if step.server_check and (why := step.server_check(ctx))), None)
 
 
-def _record_failure(ctx: CorpusContext, state: StepRun) -> None:
+def _record_failure(ctx: StepContext, state: StepRun) -> None:
     """The failed step's state, where the disk lets it be written: on a full disk the error itself matters more."""
     try:
-        write_state(ctx.project, state)
+        ctx.write_run(state)
     except OSError:
         pass
 
 
 @contextmanager
-def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
+def _step(ctx: StepContext, name: str) -> Iterator[None]:
     """Record a failing step's error and turn it into one RescueError naming the step."""
     ctx.begin(name)
     try:
@@ -89,45 +91,46 @@ def _step(ctx: CorpusContext, name: str) -> Iterator[None]:
 
 class CorpusRun:
     """The corpus steps of one build, run one at a time by the build's loop (`run`), each step's function
-    called with the one `CorpusContext`; `close` stops a server a failed step left open. The caller holds
-    the build lock. The steps run for the catalog sessions that have rows; a session still waiting for its
-    rows is left out (and reported as pending), never a reason to stop the others."""
+    called with the build's one `StepContext`; `close` stops a server a failed step left open. The caller
+    holds the build lock. The steps run for the catalog sessions that have rows; a session still waiting for
+    its rows is left out (and reported as pending), never a reason to stop the others."""
 
-    def __init__(self, project: Project, planned: list[str], *,
+    def __init__(self, context: StepContext, planned: list[str], *,
                  on_step: Callable[[StepOutcome], None] = lambda outcome: None,
-                 on_begin: Callable[[str], None] = lambda step: None,
-                 overrides: SettingsOverrides = NO_OVERRIDES) -> None:
-        self.project, self.planned = project, planned
-        self.ctx: CorpusContext | None = None
+                 on_begin: Callable[[str], None] = lambda step: None) -> None:
+        self.project, self.planned = context.project, planned
+        self.ctx: StepContext | None = None
         self.not_run = ""
         if not any(path.is_file() and path.stat().st_size for path in
-                   (rows_path(project, item.entry.session_id) for item in load_catalog(project))):
+                   (rows_path(context.project, entry.session_id) for entry in context.catalog)):
             self.not_run = "no catalog session has transcript rows yet: nothing to annotate"
             return
-        ctx = self.ctx = CorpusContext.load(project, overrides, on_step=on_step, on_begin=on_begin)
-        ctx.planned = frozenset(planned)
-        ctx.server_reason = server_needed(ctx, planned) if "server" in planned else None
+        ctx = self.ctx = context.for_corpus()
+        build = ctx.build
+        build.writes, build.on_step, build.on_begin, build.planned = True, on_step, on_begin, frozenset(planned)
+        build.server_reason = server_needed(ctx, planned) if "server" in planned else None
 
     def run(self, name: str) -> None:
         ctx = self.ctx
         assert ctx is not None, self.not_run
         with _step(ctx, name):
-            STEPS[name].run(ctx)
+            ctx.registry.steps[name].run(ctx)
         later = self.planned[self.planned.index(name) + 1:]
-        if ctx.server is not None and not any(LABEL_STUDIO in STEPS[step].needs for step in later):
-            close_server(ctx)  # the last step that reads the server is done: stop it, record its stamp
+        if ctx.build.server is not None and not any(LABEL_STUDIO in ctx.registry.steps[step].needs for step in later):
+            RESOURCES[LABEL_STUDIO].close(ctx)  # the last step that reads the server is done: stop it, record its stamp
 
     def close(self) -> None:
         if self.ctx is not None:
-            close_server(self.ctx, record=False)  # a step failed while the server was open
+            RESOURCES[LABEL_STUDIO].close(self.ctx, record=False)  # a step failed while the server was open
 
     def report(self) -> CorpusReport:
         ctx = self.ctx
         if ctx is None:
             return CorpusReport(steps=(), not_run=self.not_run)
-        return CorpusReport(steps=tuple(ctx.outcomes), agreement_report=_rel(self.project, ctx.agreement_report),
-                            release=_rel(self.project, ctx.release), gold_sessions=ctx.gold_sessions,
-                            pending=ctx.pending)
+        build = ctx.build
+        return CorpusReport(steps=tuple(build.outcomes), agreement_report=_rel(self.project, build.agreement_report),
+                            release=_rel(self.project, build.release), gold_sessions=build.gold_sessions,
+                            pending=build.pending)
 
 
 def _rel(project: Project, path: Path | None) -> str | None:

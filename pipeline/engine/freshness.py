@@ -1,36 +1,33 @@
 """Whether each corpus step is up to date, computed without running anything (for `rescue status`).
 
-Each step judges itself by its declared `check` (pipeline/corpus/checks.py: the one rule of
+Each step judges itself by its declared `check` (e.g. pipeline/corpus/checks.py: the one rule of
 `pipeline.step.judge` over its own inputs and outputs); a step that declares none is judged by its last run.
 """
 
 from __future__ import annotations
 
-from pipeline.catalog import load_catalog
-from pipeline.corpus.context import CorpusContext
-from pipeline.corpus.state import read_state
-from pipeline.engine.steps import CORPUS_STEPS, STEPS
+from pipeline.engine.context import StepContext
+from pipeline.engine.state import read_state
 from pipeline.errors import RescueError
-from pipeline.project import Project
-from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.step import Freshness, last_run_state
 from pipeline.transcripts import rows_path
 
 
-def corpus_freshness(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> list[Freshness]:
+def corpus_freshness(ctx: StepContext) -> list[Freshness]:
     """Every corpus step's state and why, in graph order; a step whose upstream step never ran or failed is
-    blocked (its inputs do not exist yet)."""
-    rows = [rows_path(project, item.entry.session_id) for item in load_catalog(project)]
+    blocked (its inputs do not exist yet). Read-only: `rescue status` takes no lock and rewrites nothing."""
+    project, corpus = ctx.project, ctx.registry.corpus
+    rows = [rows_path(project, entry.session_id) for entry in ctx.catalog]
     if not any(path.is_file() and path.stat().st_size for path in rows):
         return [Freshness(step=name, state="blocked", reason="no catalog session has transcript rows yet")
-                for name in CORPUS_STEPS]
+                for name in corpus]
     try:
-        ctx = CorpusContext.load(project, overrides)
+        ctx.for_corpus()
     except RescueError as exc:  # e.g. no annotation schema yet: the build would stop on it too
-        return [Freshness(step=name, state="blocked", reason=exc.message) for name in CORPUS_STEPS]
+        return [Freshness(step=name, state="blocked", reason=exc.message) for name in corpus]
     found: dict[str, Freshness] = {}
-    for name in CORPUS_STEPS:
-        step = STEPS[name]
+    for name in corpus:
+        step = ctx.registry.steps[name]
         held = [f"{up} ({found[up].state})" for up in step.after
                 if up in found and found[up].state in ("pending", "failed", "blocked")]
         run = read_state(project, name)

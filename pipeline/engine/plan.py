@@ -3,33 +3,34 @@ needed step still skips itself when it is up to date, so only what is out of dat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from pipeline.engine.steps import STEPS
+from pipeline.engine.steps import STEPS, Step
 from pipeline.errors import RescueError
 
 
-def check_names(names: Iterable[str]) -> None:
-    unknown = [name for name in names if name not in STEPS]
+def check_names(names: Iterable[str], steps: Mapping[str, Step] = STEPS) -> None:
+    unknown = [name for name in names if name not in steps]
     if unknown:
         raise RescueError(f"unknown step(s): {', '.join(unknown)}",
-                          f"name steps of the build graph: {', '.join(STEPS)} (`rescue graph` draws it)")
+                          f"name steps of the build graph: {', '.join(steps)} (`rescue graph` draws it)")
 
 
-def needed(names: Iterable[str]) -> set[str]:
+def needed(names: Iterable[str], steps: Mapping[str, Step] = STEPS) -> set[str]:
     """The named steps and, transitively, every step upstream of them."""
     todo, found = list(names), set()
     while todo:
         name = todo.pop()
         if name not in found:
             found.add(name)
-            todo.extend(STEPS[name].after)
+            todo.extend(steps[name].after)
     return found
 
 
-def plan(only: Iterable[str] = ()) -> list[str]:
-    """The steps to run, in graph order (the registry's order is a topological order)."""
+def plan(only: Iterable[str] = (), steps: Mapping[str, Step] = STEPS) -> list[str]:
+    """The steps to run, in graph order (the registry's order is a topological order); `steps`: the
+    project's registry (`StepContext.registry`), the product's by default."""
     only = list(only)
-    check_names(only)
-    wanted = needed(only) if only else set(STEPS)
-    return [name for name in STEPS if name in wanted]
+    check_names(only, steps)
+    wanted = needed(only, steps) if only else set(steps)
+    return [name for name in steps if name in wanted]

@@ -1,19 +1,19 @@
 """Make-like execution of per-session stages: fingerprint, skip what is up to date, run the rest
-atomically (optionally in a process pool), record each outcome, and rebuild the stage's manifest."""
+atomically (optionally in a process pool), record each outcome, and rebuild the stage's manifest. The build's
+one context (`pipeline.engine.context.StepContext`) says what the project, its settings and catalog are."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import Field
 
 from pipeline import layout
-from pipeline.catalog import load_catalog
+from pipeline.engine.context import StepContext
 from pipeline.step import Inputs, State
-from pipeline.errors import RescueError
 from pipeline.executors.base import Executor, SessionJob
 from pipeline.executors.local import LocalExecutor
 from pipeline.engine.session_run import execute_session, input_stamps
@@ -21,7 +21,7 @@ from pipeline.lock import build_lock
 from pipeline.progress import Reporter
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
-from pipeline.settings import NO_OVERRIDES, Settings, SettingsOverrides, load_settings
+from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.engine.session_steps import STAGES, Stage
 from pipeline.store import (
     StepRun,
@@ -54,26 +54,7 @@ class StageReport:
     warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per session that ran: its record's warnings
 
 
-@dataclass(frozen=True)
-class Context:
-    project: Project
-    settings: Settings
-    catalog: tuple[CatalogEntry, ...]
-    overrides: SettingsOverrides = NO_OVERRIDES  # this run's flags; every job carries them to its worker
-
-    @classmethod
-    def load(cls, project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> Context:
-        return cls(project, load_settings(project.root, overrides), tuple(item.entry for item in load_catalog(project)),
-                   overrides)
-
-    def select(self, session_ids: Iterable[str] = ()) -> list[CatalogEntry]:
-        wanted = list(session_ids)
-        known = {entry.session_id: entry for entry in self.catalog}
-        unknown = [sid for sid in wanted if sid not in known]
-        if unknown:
-            raise RescueError(f"unknown session id(s): {', '.join(unknown)}",
-                              "run `rescue status` to list the catalog's sessions")
-        return [known[sid] for sid in wanted] if wanted else list(self.catalog)
+Context = StepContext  # the name tests/speech_fixtures.py and earlier callers import from here
 
 
 def state_path(project: Project, stage: Stage, session_id: str) -> Path:
@@ -90,7 +71,7 @@ def read_run(project: Project, stage: Stage, session_id: str) -> StepRun | None:
         return None  # unreadable state = never ran; the stage simply runs again
 
 
-def step_inputs(ctx: Context, stage: Stage, entry: CatalogEntry) -> Inputs | None:
+def step_inputs(ctx: StepContext, stage: Stage, entry: CatalogEntry) -> Inputs | None:
     """Everything the stage's output depends on for this session; None while an upstream stage is not done."""
     upstream = {}
     for name in stage.after:
@@ -104,7 +85,7 @@ def step_inputs(ctx: Context, stage: Stage, entry: CatalogEntry) -> Inputs | Non
     return Inputs(stage.name, stage.version, parts, stage.settings, partitioned=True)
 
 
-def fingerprint(ctx: Context, stage: Stage, entry: CatalogEntry) -> str | None:
+def fingerprint(ctx: StepContext, stage: Stage, entry: CatalogEntry) -> str | None:
     """The one fingerprint rule (`pipeline.step.Inputs`) over the session's inputs; None while blocked."""
     inputs = step_inputs(ctx, stage, entry)
     return inputs.fingerprint() if inputs is not None else None
@@ -122,7 +103,7 @@ def waiting_for(project: Project, stage: Stage, session_id: str) -> str:
     return ", ".join(parts) or ", ".join(stage.after)
 
 
-def session_status(ctx: Context, stage: Stage, entry: CatalogEntry) -> SessionStatus:
+def session_status(ctx: StepContext, stage: Stage, entry: CatalogEntry) -> SessionStatus:
     run = read_run(ctx.project, stage, entry.session_id)
 
     def status(state: State, reason: str = "") -> SessionStatus:
@@ -155,7 +136,7 @@ def run_session(root: Path, stage_name: str, entry: CatalogEntry, wanted: str,
     return run
 
 
-def write_manifest(ctx: Context, stage: Stage) -> Path:
+def write_manifest(ctx: StepContext, stage: Stage) -> Path:
     """build/manifests/<stage>.jsonl: the records of every catalog session whose stage is done."""
     lines = []
     for entry in ctx.catalog:
@@ -169,7 +150,7 @@ def write_manifest(ctx: Context, stage: Stage) -> Path:
     return path
 
 
-def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
+def run_stage(ctx: StepContext, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
               executor: Executor | None = None,
               on_start: Callable[[int], None] = lambda n: None,
               on_done: Callable[[StepRun], None] = lambda run: None,
@@ -181,7 +162,7 @@ def run_stage(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: 
                                 on_done=on_done, on_progress=on_progress)
 
 
-def run_session_step(ctx: Context, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
+def run_session_step(ctx: StepContext, stage: Stage, entries: list[CatalogEntry], *, jobs: int = 1,
                      executor: Executor | None = None,
                      on_start: Callable[[int], None] = lambda n: None,
                      on_done: Callable[[StepRun], None] = lambda run: None,
@@ -246,7 +227,7 @@ def _record_output_times(project: Project, stage: Stage, session_id: str) -> Non
     write_record_atomic(state_path(project, stage, session_id), run.model_copy(update={"outputs": outputs}))
 
 
-def orphans(ctx: Context, stage: Stage) -> list[str]:
+def orphans(ctx: StepContext, stage: Stage) -> list[str]:
     """Sessions with stored state that the catalog no longer lists (their outputs are kept)."""
     base = layout.state_dir(ctx.project, stage.name)
     if not base.exists():

@@ -12,6 +12,7 @@ from pipeline.errors import RescueError, os_error_message
 from pipeline.progress import Reporter, reporting
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
+from pipeline.engine.context import StepContext
 from pipeline.executors.base import ProgressHook, SessionJob
 from pipeline.settings import load_settings
 from pipeline.engine.session_steps import STAGES, Stage
@@ -43,13 +44,13 @@ def execute_session(job: SessionJob, on_progress: ProgressHook | None = None) ->
     started = time.perf_counter()
     project = Project(root)
     stage = STAGES[stage_name]
-    settings = load_settings(root, overrides)
+    ctx = StepContext(project, load_settings(root, overrides), (entry,), overrides)  # the worker's own context
     final = project.session_dir(stage.area, entry.session_id)
     common = dict(step=stage.name, session_id=entry.session_id, fingerprint=wanted, code_version=__version__)
     try:
         inputs = input_stamps(project, stage, entry)
         with atomic_dir(final) as workdir, reporting(reporter):
-            record = stage.run(project, entry, settings, workdir, final)
+            record = stage.run(ctx, entry, workdir, final)
         run = StepRun(status="done", outputs=describe_outputs(root, final), inputs=inputs,
                        warnings=tuple(getattr(record, "warnings", ())), **common)
     except RescueError as exc:

@@ -1,9 +1,11 @@
 """The per-session steps, in run order: one `Stage` declaration each (what it reads, where it writes, how it
 runs). The engine (pipeline/engine/steps.py) takes every stage listed in STAGES into the step graph, so a
-new per-session step (e.g. preannotate, after rows) is one declaration here."""
+new per-session step (e.g. preannotate, after rows) is one declaration here. Each step function receives the
+build's one context: `run(ctx, entry, workdir, final)` (the families' functions are adapted by `family`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,8 @@ from pipeline.layout import MEDIA_RECORD
 from pipeline.media.ingest import ingest_session
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
-from pipeline.step import Step
+from pipeline.settings import Settings
+from pipeline.step import Context, Step
 
 
 Stage = Step  # a per-session step: `Step(partitioned_by="session")` (pipeline/step.py)
@@ -22,6 +25,16 @@ def session_step(**declared: Any) -> Step:
     name, area = declared["name"], declared["area"]
     return Step(partitioned_by="session", outputs=(f"build/{area}/<session>/", f"build/manifests/{name}.jsonl"),
                 **declared)
+
+
+def family(run: Callable[[Project, CatalogEntry, Settings, Path, Path], Any]) -> Callable[..., Any]:
+    """A family's session function, `run(project, entry, settings, workdir, final)`, as a step function of the
+    build's context: `step(ctx, entry, workdir, final)`."""
+    def step(ctx: Context, entry: CatalogEntry, workdir: Path, final: Path) -> Any:
+        return run(ctx.project, entry, ctx.settings, workdir, final)
+
+    step.__qualname__ = f"family({run.__module__}.{run.__qualname__})"
+    return step
 
 
 def _ingest_inputs(project: Project, entry: CatalogEntry) -> list[Path]:
@@ -37,8 +50,7 @@ INGEST = session_step(
     after=(),
     settings_of=lambda s: s.ingest,
     input_files=_ingest_inputs,
-    run=lambda project, entry, settings, workdir, final: ingest_session(project, entry, settings.ingest, workdir,
-                                                                        final),
+    run=lambda ctx, entry, workdir, final: ingest_session(ctx.project, entry, ctx.settings.ingest, workdir, final),
     summary="validate + hash source, probe, cut clip, 16 kHz mono WAV, keyframes",
     settings=("ingest",), sources="the catalog entry's video and subtitles",
 )
@@ -54,7 +66,7 @@ TRANSCRIBE = session_step(
     name="transcribe", version="1", area=_transcribe.AREA, record_name=_transcribe.RECORD_NAME,
     record_type=TranscriptionRecord, after=("ingest",),
     settings_of=lambda s: transcribe_stage_settings(s.speech),
-    input_files=_transcribe.transcribe_inputs, run=_transcribe.transcribe_session,
+    input_files=_transcribe.transcribe_inputs, run=family(_transcribe.transcribe_session),
     summary="WhisperX words with times (or the catalog's subtitles as text and timing)",
     settings=("speech", "speech.asr"), sources="the subtitles, where they are the text source",
 )
@@ -62,7 +74,7 @@ DIARIZE = session_step(
     name="diarize", version="1", area=_diarize.AREA, record_name=_diarize.RECORD_NAME,
     record_type=DiarizationRecord, after=("ingest",),
     settings_of=lambda s: resolve_diarization(s.speech.diarization),
-    input_files=lambda project, entry: [], run=_diarize.diarize_session,
+    input_files=lambda project, entry: [], run=family(_diarize.diarize_session),
     summary="pyannote.audio speaker turns (overlaps kept), RTTM",
     settings=("speech.diarization",),
 )
@@ -70,7 +82,7 @@ ROWS = session_step(
     name="rows", version="1", area=_rows.AREA, record_name=_rows.RECORD_NAME,
     record_type=TranscriptSummary, after=("transcribe", "diarize"),
     settings_of=lambda s: rows_stage_settings(s.speech),
-    input_files=_rows.rows_inputs, run=_rows.rows_session,
+    input_files=_rows.rows_inputs, run=family(_rows.rows_session),
     summary="words -> speakers -> participants -> rows; JSON/SRT/VTT/RTTM exports; per-row clips",
     settings=("speech", "speech.rows"), sources="raw_video/speaker_maps/<session>.toml and the subtitles",
 )
@@ -84,7 +96,7 @@ PREANNOTATE = session_step(
     name="preannotate", version="1", area=_preannotate.AREA, record_name=_preannotate.RECORD_NAME,
     record_type=SessionDrafts, after=("rows",),
     settings_of=_preannotate.stage_settings,
-    input_files=_preannotate.preannotate_inputs, run=_preannotate.preannotate_session,
+    input_files=_preannotate.preannotate_inputs, run=family(_preannotate.preannotate_session),
     summary="drafts of every label field (backend: transcript, gold-model or openai) for push to pre-fill",
     settings=("preannotate", "annotate.schema_file"), sources="the training gold files (gold-model)",
 )

@@ -5,19 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.corpus.state import read_state
+from pipeline.engine.context import StepContext
+from pipeline.engine.state import read_state
 from pipeline.engine.freshness import corpus_freshness
-from pipeline.engine.steps import CORPUS_STEPS
+from pipeline.engine.steps import registry
 from pipeline.engine.waiting import Waiting, waiting_sessions
+from pipeline.catalog import load_catalog
 from pipeline.project import Project
-from pipeline.engine.runner import Context, SessionStatus, orphans, session_status
+from pipeline.engine.runner import SessionStatus, orphans, session_status
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
 from pipeline.engine.session_steps import STAGES
 
 
 @dataclass
 class StatusTable:
-    context: Context
+    context: StepContext
     sessions: list[SessionStatus]
     not_in_catalog: dict[str, list[str]]
     corpus: list[dict[str, object]]
@@ -29,24 +31,27 @@ class StatusTable:
 
 
 def status_table(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> StatusTable:
-    context = Context.load(project, overrides)
+    context = StepContext.load(project, overrides)
     rows = [session_status(context, stage, entry) for entry in context.catalog for stage in STAGES.values()]
     kept = {name: orphans(context, stage) for name, stage in STAGES.items()}
-    return StatusTable(context, rows, kept, corpus_steps(project, overrides), waiting_sessions(context))
+    return StatusTable(context, rows, kept, corpus_steps(context), waiting_sessions(context))
 
 
-def corpus_steps(project: Project, overrides: SettingsOverrides = NO_OVERRIDES) -> list[dict[str, object]]:
+def corpus_steps(context: StepContext) -> list[dict[str, object]]:
     """Every corpus step: its state now and why (computed, nothing runs), and its last run, if any."""
-    last = {str(run["step"]): run for run in corpus_status(project)}
+    last = {str(run["step"]): run for run in corpus_status(context.project, context.registry.corpus)}
     return [{"step": f.step, "state": f.state, "reason": f.reason,
              **last.get(f.step, {"status": None, "finished_at": None, "elapsed_s": None, "error": ""})}
-            for f in corpus_freshness(project, overrides)]
+            for f in corpus_freshness(context)]
 
 
-def corpus_status(project: Project) -> list[dict[str, object]]:
-    """The last run of each corpus step, for `rescue status` (steps that never ran are left out)."""
+def corpus_status(project: Project, steps: tuple[str, ...] | None = None) -> list[dict[str, object]]:
+    """The last run of each corpus step (`steps`: default, the project's registry's), for `rescue status`
+    (steps that never ran are left out)."""
+    if steps is None:
+        steps = registry(item.entry for item in load_catalog(project)).corpus
     found = []
-    for step in CORPUS_STEPS:
+    for step in steps:
         state = read_state(project, step)
         if state is not None:
             found.append({"step": step, "status": state.status, "finished_at": state.finished_at,

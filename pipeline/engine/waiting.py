@@ -5,13 +5,14 @@ A session holds back only what depends on it: its own later steps, and its part 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pydantic import Field
 
-from pipeline.engine.steps import CORPUS_STEPS, STEPS
+from pipeline.engine.steps import SESSION_STEPS, STEPS, Step
 from pipeline.records import CatalogEntry, Record
-from pipeline.engine.runner import Context, session_status
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import session_status
 from pipeline.engine.session_steps import STAGES
 from pipeline.transcripts import rows_path
 
@@ -25,16 +26,16 @@ class Waiting(Record):
     has_rows: bool = Field(description="rows from an earlier good run exist: the corpus steps use those meanwhile")
 
 
-def downstream(step: str) -> tuple[str, ...]:
-    """Every step that needs `step`, directly or not, in graph order."""
+def downstream(step: str, steps: Mapping[str, Step] = STEPS) -> tuple[str, ...]:
+    """Every step of the registry `steps` that needs `step`, directly or not, in graph order."""
     found: set[str] = set()
-    for name, declared in STEPS.items():  # registry order is topological: upstream steps come first
+    for name, declared in steps.items():  # registry order is topological: upstream steps come first
         if step in declared.after or found & set(declared.after):
             found.add(name)
-    return tuple(name for name in STEPS if name in found)
+    return tuple(name for name in steps if name in found)
 
 
-def waiting_sessions(ctx: Context, entries: Iterable[CatalogEntry] | None = None,
+def waiting_sessions(ctx: StepContext, entries: Iterable[CatalogEntry] | None = None,
                      states: Iterable[str] = ("failed", "blocked", "stale", "pending")) -> list[Waiting]:
     """The sessions whose session steps are not all done, each with the first such step."""
     wanted = set(states)
@@ -47,7 +48,7 @@ def waiting_sessions(ctx: Context, entries: Iterable[CatalogEntry] | None = None
             if status.state in wanted:
                 has_rows = rows_path(ctx.project, entry.session_id).is_file()
                 found.append(Waiting(session_id=entry.session_id, step=stage.name, state=status.state,
-                                     reason=status.reason, holds_back=downstream(stage.name), has_rows=has_rows))
+                                     reason=status.reason, holds_back=downstream(stage.name, ctx.registry.steps), has_rows=has_rows))
             break
     return found
 
@@ -55,7 +56,7 @@ def waiting_sessions(ctx: Context, entries: Iterable[CatalogEntry] | None = None
 def describe(waiting: Waiting) -> str:
     """One line: what the session waits for, and what that means for the corpus steps."""
     why = f": {waiting.reason}" if waiting.reason else ""
-    corpus = [step for step in waiting.holds_back if step in CORPUS_STEPS and step != "server"]
+    corpus = [step for step in waiting.holds_back if step not in SESSION_STEPS and step != "server"]
     if not corpus:
         effect = ""
     elif waiting.has_rows:

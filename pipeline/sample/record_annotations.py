@@ -47,7 +47,8 @@ def export_text(tasks: list[dict[str, object]]) -> str:
 
 
 def _build_samples(root: Path) -> Project:
-    from pipeline.engine.runner import Context, run_stage
+    from pipeline.engine.context import StepContext
+    from pipeline.engine.runner import run_stage
     from pipeline.sample_sessions import install_samples
     from pipeline.engine.session_steps import STAGES
 
@@ -56,7 +57,7 @@ def _build_samples(root: Path) -> Project:
     if not project.schemas.exists():
         shutil.copytree(REPO / "annotation_schemas", project.schemas)
     install_samples(project)
-    context = Context.load(project)
+    context = StepContext.load(project)
     for stage in STAGES.values():
         report = run_stage(context, stage, list(context.catalog))
         if report.failed:
@@ -70,7 +71,7 @@ def _annotate(project: Project, client: Client, schema: AnnotationSchema, accoun
     from pipeline.annotate.results import encode
     from pipeline.annotate.projects import annotator_title
     from pipeline.catalog import load_catalog
-    from pipeline.corpus.labelstudio_steps import adjudication_titles
+    from pipeline.annotate.build_session import adjudication_titles
     from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
     from pipeline.sample.row_answers import annotator_answers, reference_answers, sample_truth
     from pipeline.transcripts import read_rows
@@ -121,8 +122,8 @@ def record(project: Project, out: Path, template: Path | None = None) -> dict[st
     from pipeline.annotate.labelstudio import Client
     from pipeline.annotate.pull import pull_annotations
     from pipeline.annotate.push import push_rows, schema_path
-    from pipeline.corpus.labelstudio_steps import adjudication_titles, fetch_annotation_exports, fetch_exports
-    from pipeline.corpus.stored import FORMAT, RECORDING, export_name
+    from pipeline.annotate.build_session import adjudication_titles, fetch_annotation_exports, fetch_exports
+    from pipeline.annotate.stored import FORMAT, RECORDING, export_name
     from pipeline.sample.annotators import ADJUDICATOR, ANNOTATORS
     from pipeline.schema import load_schema
     from pipeline.settings import load_settings

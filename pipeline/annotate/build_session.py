@@ -1,4 +1,4 @@
-"""The Label Studio side of `rescue build`: the server, push, exports and the change check behind pull.
+"""The Label Studio session of `rescue build`: the server, the exports and the change check behind pull.
 
 The server: `LABEL_STUDIO_URL` when set, else the embedded one (already running, or started here and
 stopped again at the end). When the embedded server is down and its database files have the size

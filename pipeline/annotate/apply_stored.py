@@ -16,8 +16,8 @@ from pydantic import Field
 
 from pipeline.annotate.accounts import add_annotators
 from pipeline.annotate.roster import add_to_roster
-from pipeline.corpus.labelstudio_steps import ProjectExport, ServerSession, held_annotations
-from pipeline.corpus.stored import ApplyPlan, Placement, StoredExport, Unplaced, of_accounts, plan_apply, span_of
+from pipeline.annotate.build_session import ProjectExport, ServerSession, held_annotations
+from pipeline.annotate.stored import ApplyPlan, Placement, StoredExport, Unplaced, of_accounts, plan_apply, span_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import Record
