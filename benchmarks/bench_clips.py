@@ -23,14 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
+
+from pipeline.engine.context import StepContext  # noqa: E402
+from pipeline.engine.runner import run_stage  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 from pipeline.media import ffmpeg_adapter  # noqa: E402
 from pipeline.project import Project  # noqa: E402
 from pipeline.records import SampleTruth, TranscriptRow, row_id_for  # noqa: E402
-from pipeline.engine.runner import Context, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
 from pipeline.speech import transcribe  # noqa: E402
 from pipeline.speech.transcript_stage import cut_clips  # noqa: E402
-from pipeline.engine.session_steps import STAGES  # noqa: E402
 
 DOCS = ROOT / "docs" / "speech.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_clips.json"
@@ -61,7 +63,7 @@ def bench(repeats: int) -> dict:
     (root / "raw_video").mkdir()
     project = Project(root)
     install_samples(project)
-    context = Context.load(project)
+    context = StepContext.load(project)
     run_stage(context, STAGES["ingest"], list(context.catalog))
     sessions = []
     for entry in context.catalog:

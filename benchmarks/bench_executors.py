@@ -41,14 +41,16 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "benchmarks"
 
 from executor_probe import probe  # noqa: E402  (benchmarks/executor_probe.py, a sibling script)
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
+
+from pipeline.engine.context import StepContext  # noqa: E402
+from pipeline.engine.runner import run_stage  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 from pipeline.executors.local import LocalExecutor, share_cores  # noqa: E402
 from pipeline.media.register import register_session  # noqa: E402
+from pipeline.project import Project  # noqa: E402
+from pipeline.sample_sessions import install_samples  # noqa: E402
 from pipeline.settings import load_settings  # noqa: E402
 from pipeline.speech.audio import wav_info  # noqa: E402
-from pipeline.project import Project  # noqa: E402
-from pipeline.engine.runner import Context, run_stage  # noqa: E402
-from pipeline.sample_sessions import install_samples  # noqa: E402
-from pipeline.engine.session_steps import STAGES  # noqa: E402
 from tests.ray_cluster import auth_env, start_head  # noqa: E402  (the tests' real local cluster)
 
 DOCS = ROOT / "docs" / "ray.md"
@@ -89,7 +91,7 @@ def build_once(sources: Path, work: Path, executor: object) -> dict:
         shutil.rmtree(work)
     shutil.copytree(sources, work / "raw_video")
     shutil.copytree(ROOT / "annotation_schemas", work / "annotation_schemas")  # preannotate reads the schema
-    context = Context.load(Project(work))
+    context = StepContext.load(Project(work))
     entries = context.select()
     named = [entry for entry in entries if not entry.session_id.startswith(PYANNOTE_SAMPLE)]
     load = round(os.getloadavg()[0], 2)  # other work on the shared machine at this run's start
@@ -155,7 +157,7 @@ def ingested_audio(sources: Path, work: Path) -> tuple[list[str], float]:
     seconds of audio of all sessions."""
     project = Project(work)
     shutil.copytree(sources, work / "raw_video")
-    context = Context.load(project)
+    context = StepContext.load(project)
     report = run_stage(context, STAGES["ingest"], context.select())
     assert not report.failed, report.failed
     wavs = sorted((work / "build" / "media").rglob("*.wav"))

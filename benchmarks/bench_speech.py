@@ -26,14 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from publish import publish  # noqa: E402  (benchmarks/publish.py, a sibling script)
+
+from pipeline.engine.context import StepContext  # noqa: E402
+from pipeline.engine.runner import fingerprint, run_session, run_stage  # noqa: E402
+from pipeline.engine.session_steps import STAGES  # noqa: E402
 from pipeline.project import Project  # noqa: E402
-from pipeline.engine.runner import Context, fingerprint, run_session, run_stage  # noqa: E402
 from pipeline.sample_sessions import install_samples  # noqa: E402
 from pipeline.speech import diarize, transcribe  # noqa: E402
 from pipeline.speech.assign import assign_words  # noqa: E402
 from pipeline.speech.settings import resolve_asr, resolve_diarization  # noqa: E402
 from pipeline.speech.transcript_stage import cut_clips, make_rows  # noqa: E402
-from pipeline.engine.session_steps import STAGES  # noqa: E402
 
 DOCS = ROOT / "docs" / "speech.md"
 RESULTS = ROOT / "benchmarks" / "results" / "bench_speech.json"
@@ -74,7 +76,7 @@ def bench(repeats: int) -> dict:
     (root / "raw_video").mkdir()
     project = Project(root)
     install_samples(project)
-    context = Context.load(project)
+    context = StepContext.load(project)
     run_stage(context, STAGES["ingest"], list(context.catalog))
     speech = context.settings.speech
     asr, dia = resolve_asr(speech.asr), resolve_diarization(speech.diarization)

@@ -25,10 +25,11 @@ SPEECH_STAGES = ("ingest", "transcribe", "diarize", "rows")
 
 def run_stages(project: Project, names: tuple[str, ...] = SPEECH_STAGES, session_ids: tuple[str, ...] = ()) -> dict:
     """Run stages through the real runner; returns {stage: StageReport}."""
-    from pipeline.engine.runner import Context, run_stage
+    from pipeline.engine.context import StepContext
+    from pipeline.engine.runner import run_stage
     from pipeline.engine.session_steps import STAGES
 
-    context = Context.load(project)
+    context = StepContext.load(project)
     entries = context.select(session_ids)
     return {name: run_stage(context, STAGES[name], entries) for name in names}
 

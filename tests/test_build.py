@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import build_lock, run_stage
+from pipeline.engine.session_steps import INGEST
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
-from pipeline.engine.runner import Context, build_lock, run_stage
-from pipeline.engine.session_steps import INGEST
 from pipeline.store import read_jsonl
 from tests.conftest import tree_digest
 
@@ -134,7 +135,7 @@ def test_a_second_writer_is_refused_while_one_runs(project: Project, add_video: 
     from tests.lock_holder import start_holder
 
     add_video("a", 2.0)
-    context = Context.load(project)
+    context = StepContext.load(project)
     holder = start_holder(project)  # another process (the lock is re-entrant within one)
     try:
         with pytest.raises(RescueError, match="another rescue command .* is writing"):

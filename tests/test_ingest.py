@@ -10,17 +10,18 @@ import ffmpeg
 import pytest
 
 from pipeline.catalog import COLUMNS, append_entry
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import read_run, run_stage, session_status
+from pipeline.engine.session_steps import INGEST
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, SessionMedia
-from pipeline.engine.runner import Context, read_run, run_stage, session_status
-from pipeline.engine.session_steps import INGEST
 from pipeline.store import read_jsonl, sha256_file
 from tests.conftest import tree_digest
 from tests.media import make_video
 
 
 def ingest(project: Project):  # noqa: ANN201 - StageReport
-    context = Context.load(project)
+    context = StepContext.load(project)
     return run_stage(context, INGEST, list(context.catalog))
 
 
@@ -111,7 +112,7 @@ def test_bad_video_fails_clearly_and_leaves_other_sessions_alone(
     assert not [p for p in project.build.rglob("*") if ".tmp-" in p.name]
     assert tree_digest(project.build / "media" / "good") == good_outputs
     assert (project.build / "manifests" / "ingest.jsonl").read_bytes() == manifest_before
-    context = Context.load(project)
+    context = StepContext.load(project)
     assert session_status(context, INGEST, context.select(["bad"])[0]).state == "failed"
 
 

@@ -17,16 +17,17 @@ from click.testing import CliRunner
 
 from pipeline.annotate import server
 from pipeline.annotate.accounts import add_annotators, annotator_password, passwords_file
+from pipeline.annotate.build_session import open_server
 from pipeline.annotate.labelstudio import Connection
 from pipeline.annotate.projects import annotator_title
 from pipeline.annotate.push import push_rows
 from pipeline.cli import main
-from pipeline.annotate.build_session import open_server
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import run_stage
+from pipeline.engine.session_steps import INGEST
 from pipeline.errors import RescueError
 from pipeline.project import Project
-from pipeline.engine.runner import Context, run_stage
 from pipeline.schema import load_schema
-from pipeline.engine.session_steps import INGEST
 from pipeline.transcripts import rows_path, write_rows
 from tests.labelstudio_fixtures import SETTINGS, LiveServer, truth_rows
 from tests.media import make_video
@@ -56,7 +57,7 @@ def media(ls_server: LiveServer) -> dict[str, tuple[str, Path]]:
     """Maya's session ingested for real (its session video is the source video), its rows pushed, the first
     row with a clip of its own under build/. Returns kind -> (the task's media URL, the file it must serve)."""
     project = ls_server.project
-    context = Context.load(project)
+    context = StepContext.load(project)
     report = run_stage(context, INGEST, [e for e in context.catalog if e.session_id == MAYA])
     assert report.ran == [MAYA], report
     clip = make_video(project.build / "transcripts" / MAYA / "clips" / "row1.mp4", 2.0)

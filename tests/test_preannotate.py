@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from pipeline.benchmark_format import BenchmarkSession
 from pipeline.cli import main
+from pipeline.engine.context import StepContext
 from pipeline.errors import RescueError
 from pipeline.preannotate.backends import make_backend
 from pipeline.preannotate.drafts import RowDraft, SessionDrafts, drafts_for_rows
@@ -28,7 +29,6 @@ from pipeline.preannotate.stage import preannotate_inputs, preannotate_session, 
 from pipeline.preannotate.validate import draft_problems
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
-from pipeline.engine.runner import Context
 from pipeline.sample.annotators import SAMPLE_NAMES, reference_labels
 from pipeline.schema import load_schema
 from pipeline.settings import Settings, load_settings
@@ -314,7 +314,7 @@ def test_the_step_in_the_build_drafts_real_rows_and_goes_stale_on_new_training_g
                                                    .read_text())
         rows = read_rows(project, session_id)
         assert [d.row_id for d in drafts.rows] == [r.row_id for r in rows] and drafts.quarantined == ()
-        entry = next(e for e in Context.load(project).catalog if e.session_id == session_id)
+        entry = next(e for e in StepContext.load(project).catalog if e.session_id == session_id)
         session = DraftSession(session_id, entry.scenario, entry.participants, tuple(rows), SCHEMA)
         for draft in drafts.rows:
             assert draft_problems(session, dict(draft.values)) == []

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import StageReport, read_run, run_stage
+from pipeline.engine.session_steps import STAGES
 from pipeline.errors import RescueError
 from pipeline.project import Project
-from pipeline.engine.runner import Context, StageReport, read_run, run_stage
-from pipeline.engine.session_steps import STAGES
-from pipeline.store import OLD_MARK, TMP_MARK
-from pipeline.store import StepRun
+from pipeline.store import OLD_MARK, TMP_MARK, StepRun
 from tests.ray_cluster import RayCluster, auth_env, free_port, processes_titled, start_head
 from tests.speech_fixtures import COUPLE, FAMILY, SPEECH_STAGES
 
@@ -73,7 +73,7 @@ def outputs(project: Project, stage: str) -> dict[str, list[tuple[str, int, str]
 
 
 def run_through(project: Project, executor: object, stages: tuple[str, ...]) -> dict[str, StageReport]:
-    context = Context.load(project)
+    context = StepContext.load(project)
     entries = context.select()
     reports = {}
     for name in stages:
@@ -188,7 +188,7 @@ def test_build_folder_that_a_node_cannot_see_is_a_clear_error(tmp_path: Path, to
                                                  'mount -t tmpfs tmpfs "$0" && exec "$@"', str(build)])
         executor = RayExecutor(cluster.address)
         try:
-            context = Context.load(sample_project)
+            context = StepContext.load(sample_project)
             with pytest.raises(RescueError) as caught:
                 run_stage(context, STAGES["ingest"], context.select(), executor=executor)
         finally:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.catalog import append_entry
+from pipeline.engine.context import StepContext
 from pipeline.errors import RescueError
 from pipeline.project import Project
 from pipeline.records import CatalogEntry
-from pipeline.engine.runner import Context
 from pipeline.speech import diarize, transcribe
 from pipeline.speech.pyannote_core_adapter import diarization_error
 from pipeline.speech.settings import AsrSettings, DiarizationSettings, resolve_asr, resolve_diarization
@@ -66,7 +66,7 @@ def test_more_voices_than_the_catalog_lists_stop_with_a_clear_message(built_samp
     result = diarize.diarize_audio(audio, settings, diarize.speaker_bounds(2, settings))
     labels = {t.label for t in result.turns}
     assert len(labels) == 3  # at_least: pyannote may find up to 2 more than the catalog says
-    context = Context.load(built_samples)
+    context = StepContext.load(built_samples)
     entry = context.select([COUPLE])[0].model_copy(update={"participants": ("Maya",)})
     from pipeline.speech.transcript_stage import named_segments
 

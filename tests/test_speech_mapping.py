@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from pipeline.engine.context import StepContext
 from pipeline.errors import RescueError
-from pipeline.engine.runner import Context
 from pipeline.speech import diarize, mapping, transcribe
 from pipeline.speech.transcript_stage import plan_speakers
 from pipeline.transcripts import read_rows
@@ -81,7 +81,7 @@ def test_unmapped_label_stops_with_a_pointer_to_the_mapping_file(copy_built) -> 
 def test_without_named_subtitles_no_label_is_guessed(copy_built) -> None:
     """A real session without named cues: the proposal is never confident, so the session stops."""
     project = copy_built(clips=False)
-    context = Context.load(project)
+    context = StepContext.load(project)
     entry = context.select([COUPLE])[0]
     turns = diarize.read_turns(project, COUPLE)
     labels = {t.label for t in turns}
@@ -127,7 +127,7 @@ def test_unreadable_mapping_file_names_the_file(copy_built) -> None:
 
 
 def test_proposal_reads_subtitle_names_case_insensitively(built_samples) -> None:
-    context = Context.load(built_samples)
+    context = StepContext.load(built_samples)
     entry = context.select([COUPLE])[0]
     turns = diarize.read_turns(built_samples, COUPLE)
     segments = transcribe.read_segments(built_samples, COUPLE)

@@ -41,9 +41,9 @@ def _best_turn(row: TranscriptRow, truth: SampleTruth):
 
 @pytest.mark.parametrize("session_id", [COUPLE, FAMILY])
 def test_wer_and_der_below_thresholds(built_samples: Project, session_id: str) -> None:
-    from pipeline.engine.runner import Context
+    from pipeline.engine.context import StepContext
 
-    entry = Context.load(built_samples).select([session_id])[0]
+    entry = StepContext.load(built_samples).select([session_id])[0]
     scores = score_session(built_samples, entry, None, collar=0.0, skip_overlap=False)
     assert scores["reference_words"] > 250
     assert scores["wer"] < 0.25, scores
@@ -158,7 +158,8 @@ def test_transcribe_flags_are_kept_in_the_settings_so_the_next_build_agrees(copy
     import os
     import tomllib
 
-    from pipeline.engine.runner import Context, session_status
+    from pipeline.engine.context import StepContext
+    from pipeline.engine.runner import session_status
     from pipeline.engine.session_steps import STAGES
 
     project = copy_built(clips=False)
@@ -170,7 +171,7 @@ def test_transcribe_flags_are_kept_in_the_settings_so_the_next_build_agrees(copy
     assert "RESCUE_ASR_BATCH_SIZE" not in os.environ
     settings = tomllib.loads((project.root / "pyproject.toml").read_text(encoding="utf-8"))
     assert settings["tool"]["rescue"]["speech"]["asr"]["batch_size"] == 4
-    context = Context.load(project)
+    context = StepContext.load(project)
     entry = context.select([COUPLE])[0]
     assert session_status(context, STAGES["transcribe"], entry).state == "done"
 

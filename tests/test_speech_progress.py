@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.project import Project
-from pipeline.engine.runner import Context, run_stage
+from pipeline.engine.context import StepContext
+from pipeline.engine.runner import run_stage
 from pipeline.engine.session_steps import STAGES
+from pipeline.project import Project
 from pipeline.transcripts import read_rows
 from tests.speech_fixtures import COUPLE
 
 
 @pytest.mark.slow  # the real speech models, run by the test itself
 def test_stages_report_progress_inside_the_session(sample_project: Project) -> None:
-    context = Context.load(sample_project)
+    context = StepContext.load(sample_project)
     entries = context.select([COUPLE])
     heard: dict[str, list[tuple[float, float, str]]] = {}
     for name in ("ingest", "transcribe", "diarize", "rows"):

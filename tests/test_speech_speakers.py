@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.cli import main
+from pipeline.engine.context import StepContext
 from pipeline.project import Project
-from pipeline.engine.runner import Context
 from pipeline.speech import audio as wav
 from pipeline.speech import diarize, mapping
 from pipeline.speech.records import SpeakerTurn
@@ -139,7 +139,7 @@ def test_refresh_carries_names_to_relabelled_voices_and_marks_the_rest_unknown(u
                         record.model_copy(update={"turns_sha256": sha256_file(folder / "turns.jsonl")}))
     from pipeline.speech.speaker_map import write_speaker_map
 
-    context = Context.load(unnamed)
+    context = StepContext.load(unnamed)
     result = write_speaker_map(unnamed, context.select([COUPLE])[0], context.settings, refresh=True)
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     for old, new in rename.items():

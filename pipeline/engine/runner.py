@@ -13,16 +13,16 @@ from pydantic import Field
 
 from pipeline import layout
 from pipeline.engine.context import StepContext
-from pipeline.step import Inputs, State
+from pipeline.engine.session_run import execute_session, input_stamps
+from pipeline.engine.session_steps import STAGES, Stage
 from pipeline.executors.base import Executor, SessionJob
 from pipeline.executors.local import LocalExecutor
-from pipeline.engine.session_run import execute_session, input_stamps
 from pipeline.lock import build_lock
 from pipeline.progress import Reporter
 from pipeline.project import Project
 from pipeline.records import CatalogEntry, Record
 from pipeline.settings import NO_OVERRIDES, SettingsOverrides
-from pipeline.engine.session_steps import STAGES, Stage
+from pipeline.step import Inputs, State
 from pipeline.store import (
     StepRun,
     outputs_intact,
@@ -31,7 +31,6 @@ from pipeline.store import (
     write_record_atomic,
     write_text_atomic,
 )
-
 
 
 class SessionStatus(Record):
@@ -54,7 +53,6 @@ class StageReport:
     warnings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # per session that ran: its record's warnings
 
 
-Context = StepContext  # the name tests/speech_fixtures.py and earlier callers import from here
 
 
 def state_path(project: Project, stage: Stage, session_id: str) -> Path:
