@@ -195,6 +195,7 @@ class FormDriver:
         raise AssertionError(f"no {name} item for {person} after 3 tries: {self.effort.actions[-3:]}")
 
     def fill_row(self, values: dict[str, Any]) -> Effort:
+        self.page.locator(".lsf-label").last.wait_for()  # list kinds render after the fields (before the clock)
         start = time.monotonic()
         # from the top of the form to the bottom of the list kinds: what an annotator scrolls through for a row
         self.effort.form_height = int(self.page.evaluate(
