@@ -18,7 +18,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+GRACE_S = 5  # seconds a node gets to stop before its process group is killed (stop())
 RAY = str(Path(sys.executable).with_name("ray"))  # the CLI of the Ray this test process imports
+
+
+def session_members(session: int) -> list[int]:
+    """The processes of one session (`ray start` runs in a new session; its daemons set their own groups)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state ppid pgrp session
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == session and fields[0] != "Z":  # a zombie is dead already (its parent reaps it)
+            found.append(int(stat.parent.name))
+    return found
+
+
+def kill_session(session: int, wait_s: float = 10) -> None:
+    """SIGKILL every process of the session and wait until none is left (zombies of ours are reaped by wait)."""
+    deadline = time.monotonic() + wait_s
+    while (members := session_members(session)) and time.monotonic() < deadline:
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
 
 
 def free_port() -> int:
@@ -57,16 +83,20 @@ class RayCluster:
             time.sleep(0.5)
 
     def stop(self) -> None:
-        """SIGTERM each node's process group (ours alone), SIGKILL what is still there after a grace period."""
+        """SIGTERM each node's process group (ours alone), SIGKILL its whole session after a short grace.
+
+        A node's graceful shutdown takes about 33 s, nearly all of it the raylet waiting out its own timeout; the
+        test is over by then, so 5 s of grace, then the session is killed (it leaves nothing in /dev/shm)."""
         for process in reversed(self.nodes):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
         for process in reversed(self.nodes):
             try:
-                process.wait(timeout=60)
+                process.wait(timeout=GRACE_S)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
+                pass
+            kill_session(process.pid)  # the node's raylet, GCS and workers (in process groups of their own)
+            process.wait(timeout=30)
         self.nodes.clear()
 
 
