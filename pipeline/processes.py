@@ -50,6 +50,17 @@ def process_alive(pid: int, started_ticks: int = 0) -> bool:
     return not started_ticks or ticks is None or ticks == started_ticks
 
 
+def session_members(sid: int) -> list[int]:
+    """The live processes of session `sid` (zombies left out): a session's daemons may set groups of their own."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields and len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
 def group_alive(pgid: int) -> bool:
     """Whether any process of the process group `pgid` still runs (zombies left out)."""
     for entry in Path("/proc").iterdir():

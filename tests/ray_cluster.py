@@ -17,22 +17,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.processes import session_members
+
 REPO = Path(__file__).resolve().parents[1]
 GRACE_S = 5  # seconds a node gets to stop before its process group is killed (stop())
 RAY = str(Path(sys.executable).with_name("ray"))  # the CLI of the Ray this test process imports
-
-
-def session_members(session: int) -> list[int]:
-    """The processes of one session (`ray start` runs in a new session; its daemons set their own groups)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": state ppid pgrp session
-        except (OSError, IndexError):
-            continue
-        if int(fields[3]) == session and fields[0] != "Z":  # a zombie is dead already (its parent reaps it)
-            found.append(int(stat.parent.name))
-    return found
 
 
 def kill_session(session: int, wait_s: float = 10) -> None:
