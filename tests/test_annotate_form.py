@@ -56,7 +56,7 @@ def test_the_form_shows_real_context_times_label_definitions_and_the_item_instru
                 assert f"{row.speaker}:" in line.inner_text()
             assert page.locator(".lsf-paragraphs").count() == 0
             # the list-item interaction says what to do, in order, right at the field
-            assert page.locator("#items-instruction").is_visible()
+            page.locator("#items-instruction").wait_for(state="visible")  # raises if it never shows (rendered late)
             assert "1. press its kind's key" in page.locator("#items-instruction").inner_text()
             # a taxonomy label's definition appears on hover ...
             label, definition = utterance.definitions[0]
