@@ -4,6 +4,7 @@ Hub look-ups and pyannote telemetry are off for the whole test run."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -23,15 +24,31 @@ FAMILY = "sample/linda_mark_and_zoe"
 SPEECH_STAGES = ("ingest", "transcribe", "diarize", "rows")
 
 
-def run_stages(project: Project, names: tuple[str, ...] = SPEECH_STAGES, session_ids: tuple[str, ...] = ()) -> dict:
-    """Run stages through the real runner; returns {stage: StageReport}."""
+def run_stages(project: Project, names: tuple[str, ...] = SPEECH_STAGES, session_ids: tuple[str, ...] = (),
+               heard: dict[str, list[tuple[str, float, float, str]]] | None = None) -> dict:
+    """Run stages through the real runner; returns {stage: StageReport}. With `heard`, each stage's progress
+    reports (session, done, total, unit) are appended to heard[stage] as the runner gives them."""
     from pipeline.engine.context import StepContext
     from pipeline.engine.runner import run_stage
     from pipeline.engine.session_steps import STAGES
 
     context = StepContext.load(project)
     entries = context.select(session_ids)
-    return {name: run_stage(context, STAGES[name], entries) for name in names}
+
+    def listener(name: str) -> Callable[[str, float, float, str], None]:
+        return lambda session, done, total, unit: None if heard is None else heard.setdefault(name, []).append(
+            (session, done, total, unit))
+
+    return {name: run_stage(context, STAGES[name], entries, on_progress=listener(name)) for name in names}
+
+
+PROGRESS = "speech_built.progress.json"  # beside built_samples' project, so copies of the project do not carry it
+
+
+def progress_heard(built: Project) -> dict[str, list[tuple[str, float, float, str]]]:
+    """The progress reports of built_samples' speech build: {stage: [(session, done, total, unit), ...]}."""
+    found = json.loads((built.root.parent / PROGRESS).read_text(encoding="utf-8"))
+    return {stage: [tuple(report) for report in reports] for stage, reports in found.items()}
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +58,11 @@ def built_samples(tmp_path_factory: pytest.TempPathFactory, sample_media: Path) 
 
     def make(root: Path) -> None:
         shutil.copytree(sample_media, root / "raw_video")
-        reports = run_stages(Project(root.resolve()))
+        heard: dict[str, list[tuple[str, float, float, str]]] = {}
+        reports = run_stages(Project(root.resolve()), heard=heard)
         failed = {name: r.failed for name, r in reports.items() if r.failed}
         assert not failed, failed
+        (root.parent / PROGRESS).write_text(json.dumps(heard), encoding="utf-8")  # test_speech_progress reads it
 
     return Project(once_per_run(tmp_path_factory, "speech_built", make).resolve())
 

@@ -63,18 +63,20 @@ def debris(build: Path) -> list[str]:
     return [p.relative_to(build).as_posix() for p in build.rglob("*") if TMP_MARK in p.name or OLD_MARK in p.name]
 
 
-def outputs(project: Project, stage: str) -> dict[str, list[tuple[str, int, str]]]:
+def outputs(project: Project, stage: str, sessions: tuple[str, ...] = (COUPLE, FAMILY)
+            ) -> dict[str, list[tuple[str, int, str]]]:
     found = {}
-    for session in (COUPLE, FAMILY):
+    for session in sessions:
         run = read_run(project, STAGES[stage], session)
         assert run is not None and run.status == "done", (stage, session, run)
         found[session] = [(o.path, o.size, o.sha256) for o in run.outputs]
     return found
 
 
-def run_through(project: Project, executor: object, stages: tuple[str, ...]) -> dict[str, StageReport]:
+def run_through(project: Project, executor: object, stages: tuple[str, ...], sessions: tuple[str, ...] = ()
+                ) -> dict[str, StageReport]:
     context = StepContext.load(project)
-    entries = context.select()
+    entries = context.select(sessions)
     reports = {}
     for name in stages:
         finished: list[StepRun] = []
@@ -88,16 +90,17 @@ def test_sample_build_through_ray_gives_the_local_outputs(ray_cluster: RayCluste
                                                           tmp_path: Path) -> None:
     from pipeline.executors.ray_executor import RayExecutor
 
+    # One session through every stage (the killed-worker test below runs two at once): the shorter couple one.
     project = fresh_copy(tmp_path, built_samples)
     executor = RayExecutor(ray_cluster.address)
     try:
-        reports = run_through(project, executor, SPEECH_STAGES)
+        reports = run_through(project, executor, SPEECH_STAGES, (COUPLE,))
     finally:
         executor.close()
     assert {name: (sorted(r.ran), r.failed) for name, r in reports.items()} == {
-        name: ([FAMILY, COUPLE], {}) for name in SPEECH_STAGES}
+        name: ([COUPLE], {}) for name in SPEECH_STAGES}
     for stage in SPEECH_STAGES:  # byte-identical: every output file's sha256, as each state records it
-        assert outputs(project, stage) == outputs(built_samples, stage), stage
+        assert outputs(project, stage, (COUPLE,)) == outputs(built_samples, stage, (COUPLE,)), stage
     for step, model in (("transcribe", "whisperx"), ("diarize", "pyannote")):
         loads = [counts.get(model, 0) for counts in executor.model_loads[step]]
         assert loads and all(n == 1 for n in loads), (step, executor.model_loads)  # one per worker, not per session

@@ -293,7 +293,7 @@ def start(paths: ServerPaths, settings: AnnotateSettings, *, project_root: Path,
             raise RescueError(f"the Label Studio server did not answer {url}/health within "
                               f"{settings.start_timeout:.0f} s", f"see {paths.log}; raise start_timeout in "
                                                                   "[tool.rescue.annotate] on a slow machine")
-        time.sleep(0.5)
+        time.sleep(0.1)  # /health is cheap, and a build waits for every start
     status, _ = _get(f"{url}/api/current-user/whoami", credentials["token"])
     if status != 200:
         _terminate(process.pid)
