@@ -21,7 +21,6 @@ from click.testing import CliRunner
 
 from pipeline.agreement.gold import FieldProvenance
 from pipeline.annotate import server
-from pipeline.annotate.in_flight import each_in_flight
 from pipeline.annotate.labelstudio import Client
 from pipeline.annotate.results import encode
 from pipeline.benchmark_format import BenchmarkSession
@@ -194,10 +193,10 @@ def test_adding_a_session_runs_only_its_stages_and_joins_the_next_release(corpus
         entities = schema.entities("couple", ("Maya", "Daniel"))
         answers, _ = reference_answers(NEW_SESSION, sample_truth(corpus, COUPLE), new_rows, schema, sample="couple")
         assert set(answers) == {row.row_id for row in new_rows}
-        each_in_flight(lambda item: client.create_annotation(tasks[item[1]][item[0]][0],
-                                                             encode(schema, answers[item[0]], entities),
-                                                             completed_by=ids[item[1]]),
-                       [(row_id, annotator) for row_id in answers for annotator in ANNOTATORS], name="annotate")
+        for row_id, values in answers.items():
+            for annotator in ANNOTATORS:
+                client.create_annotation(tasks[annotator][row_id][0], encode(schema, values, entities),
+                                         completed_by=ids[annotator])
         output = build(corpus)
     finally:
         server.stop(live.paths)

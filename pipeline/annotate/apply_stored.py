@@ -17,7 +17,6 @@ from pydantic import Field
 from pipeline.annotate.accounts import add_annotators
 from pipeline.annotate.roster import add_to_roster
 from pipeline.annotate.build_session import ProjectExport, ServerSession, held_annotations
-from pipeline.annotate.in_flight import each_in_flight
 from pipeline.annotate.stored import ApplyPlan, Placement, StoredExport, Unplaced, of_accounts, plan_apply, span_of
 from pipeline.errors import RescueError
 from pipeline.project import Project
@@ -96,10 +95,11 @@ def apply_stored_export(project: Project, session: ServerSession, exports: Seque
         ids.update({account.email: account.user_id
                     for account in add_annotators(project, session.connection, missing, role=role)})
     add_to_roster(project, [(email, ids[email]) for email in emails], role)  # the demo's accounts count
-    creates = [(task_id, ids[email], result) for plan in plans for task_id, email, result in plan.creates]
-    # a few at a time; an interrupted apply is finished by the next one (`resume`)
-    created = each_in_flight(lambda c: client.create_annotation(c[0], c[2], completed_by=c[1]), creates,
-                             name=f"apply-{kind}")
+    created = 0
+    for plan in plans:
+        for task_id, email, result in plan.creates:
+            client.create_annotation(task_id, result, completed_by=ids[email])
+            created += 1
     return ApplySummary(
         kind=kind, sessions=tuple(sorted(everyone)), created=created, already=sum(plan.already for plan in plans),
         reanchored=tuple(sorted({p for plan in plans for p in plan.placements if p.stored_row != p.row_id},

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -68,9 +68,12 @@ class Gateway:
         self.lookup: ClientSession
 
     async def open(self, _: web.Application) -> None:
+        # One request per connection to the server on this machine: on a kept-alive connection Django's runserver
+        # makes each answer wait 40 ms for a delayed ACK (labelstudio.one_request_per_connection).
         timeout = ClientTimeout(total=None, sock_connect=10)
-        self.proxy = ClientSession(auto_decompress=False, timeout=timeout)  # bytes pass through as the server sent
-        self.lookup = ClientSession(timeout=ClientTimeout(total=60))
+        self.proxy = ClientSession(auto_decompress=False, timeout=timeout,  # bytes pass through as the server sent
+                                   connector=TCPConnector(force_close=True))
+        self.lookup = ClientSession(timeout=ClientTimeout(total=60), connector=TCPConnector(force_close=True))
 
     async def close(self, _: web.Application) -> None:
         await self.proxy.close()

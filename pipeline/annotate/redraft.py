@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.annotate.drafted import META_KEY, TRANSCRIPT_VERSION, ShownDraft, SessionModelDrafts, shown_draft_of, task_draft
-from pipeline.annotate.in_flight import each_in_flight
 from pipeline.annotate.labelstudio import Client, ProjectInfo, TaskPredictions
 from pipeline.annotate.results import TaskFacts
 from pipeline.annotate.tasks import SessionRows
@@ -84,8 +83,7 @@ def project_version(versions: Counter[str]) -> str:
 
 def refresh_drafts(client: Client, info: ProjectInfo, schema: AnnotationSchema, plan: DraftPlan) -> Redraft:
     """Bring every unannotated task's prediction in step with the plan; set the project's model_version."""
-    kept = 0
-    replacements: list[tuple[int, list[int], dict, dict]] = []
+    replaced = kept = 0
     versions: Counter[str] = Counter()
     for task in client.task_predictions(info.id):
         planned = plan.rows.get(str(task.meta.get("row_id", "")))
@@ -101,9 +99,9 @@ def refresh_drafts(client: Client, info: ProjectInfo, schema: AnnotationSchema, 
             wanted = planned.draft.prediction(schema, planned.entities)
             if wanted is not None:
                 meta = {**task.meta, META_KEY: planned.draft.meta()}
-                replacements.append((task.task_id, [pid for pid, _ in task.predictions], wanted, meta))
+                client.replace_prediction(task.task_id, [pid for pid, _ in task.predictions], wanted, meta)
+                replaced += 1
         versions[planned.draft.model_version] += 1
-    replaced = each_in_flight(lambda r: client.replace_prediction(*r), replacements, name="redraft")
     version = project_version(versions) or info.model_version
     if version and version != info.model_version:
         client.update_project(info.id, model_version=version)  # Label Studio pre-fills this version only
