@@ -17,7 +17,6 @@ class AdjudicationPullDetail(StepDetail):
     answers_sha256: str = ""
 
 
-
 def adjudication_round_trip(ctx: Context, server: ServerSession, *, push: bool) -> tuple[bool, list[str]]:
     """Push the queue (`push`: it was just rewritten), run the extensions' hooks, pull new answers.
 

@@ -35,7 +35,6 @@ class PullDetail(StepDetail):
     same_parse: str = ""  # the parse inputs an unchanged export was found to give the same records with
 
 
-
 def _parsed_with(snapshot: Path) -> object:
     """The parse inputs a snapshot records (`parsed_with.json`); None when it has none or it is unreadable."""
     from pipeline.annotate.pull import INPUTS_FILE
@@ -154,7 +153,6 @@ def pull_out_of_date(ctx: Context) -> str | None:
 def snapshot_damage(annotations: Path) -> str | None:
     """Why the snapshot file `annotations` is not what its pull wrote (cut or edited), or None when intact."""
     from pipeline.agreement.inputs import check_snapshot
-    from pipeline.errors import RescueError
 
     try:
         check_snapshot(annotations)

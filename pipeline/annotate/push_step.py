@@ -29,7 +29,6 @@ class PushDetail(StepDetail):
     imported: int = 0
 
 
-
 def push_inputs(ctx: Context) -> Inputs:
     media = {sid: session_video(ctx.project, sid) for sid in ctx.rows}
     drafts = {sid: file_sha(drafts_path(ctx.project.build, sid)) for sid in ctx.rows}  # new drafts push again

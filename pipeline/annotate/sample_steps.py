@@ -7,14 +7,14 @@ push gives the sample's annotators their projects, adjudicate's round trip appli
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache, partial
 
 from pipeline.annotate.apply_stored import ApplySummary, apply_stored_export
 from pipeline.annotate.build_session import ProjectExport, ServerSession
 from pipeline.annotate.pull_step import annotation_exports, annotation_exports_of
 from pipeline.annotate.server_step import LS, NOTHING_CHANGED, by_server
-from pipeline.annotate.stored import Kind, accounts, load_stored
+from pipeline.annotate.stored import Kind, StoredExport, accounts, load_stored
 from pipeline.records import CatalogEntry
 from pipeline.step import LABEL_STUDIO, Check, Context, Extension, State, Step, StepDetail
 from pipeline.store import StepRun
@@ -39,6 +39,11 @@ def _apply_notes(summary: ApplySummary, record: str) -> list[str]:
     return notes
 
 
+def _in_catalog(stored: Mapping[str, StoredExport], ctx: Context) -> bool:
+    """Some session of the stored sample export is a catalog session with rows (ctx.rows lists the catalog)."""
+    return any(export.sessions() & set(ctx.rows) for export in stored.values())
+
+
 def apply_step(ctx: Context, server: ServerSession, exports: Sequence[ProjectExport], kind: Kind) -> int:
     """Re-create the stored sample export of `kind` where the server holds none; returns annotations created."""
     step = "sample-annotations" if kind == "annotation" else "sample-adjudications"
@@ -48,8 +53,7 @@ def apply_step(ctx: Context, server: ServerSession, exports: Sequence[ProjectExp
         ctx.record(step, "skipped", "sample_annotations = false in [tool.rescue.build]")
         return 0
     stored = load_stored(kind)
-    catalog = set(ctx.rows)
-    if not any(export.sessions() & catalog for export in stored.values()):
+    if not _in_catalog(stored, ctx):
         ctx.record(step, "not needed", "no session of the stored sample export is in the catalog")
         return 0
     previous = ctx.last_run(step)
@@ -61,7 +65,8 @@ def apply_step(ctx: Context, server: ServerSession, exports: Sequence[ProjectExp
         ctx.write_run(StepRun(step=step, status="failed", error="interrupted while applying",
                               detail=unfinished.model_dump(mode="json", include={"unfinished"})))
 
-    summary = apply_stored_export(ctx.project, server, exports, stored, catalog, resume, kind=kind, on_start=started)
+    summary = apply_stored_export(ctx.project, server, exports, stored, set(ctx.rows), resume, kind=kind,
+                                  on_start=started)
     ctx.done(step, "", ApplyDetail(applied=summary))
     notes = _apply_notes(summary, ctx.project.rel_or_abs(ctx.state_file(step)))
     if summary.created or summary.sessions:
@@ -89,7 +94,7 @@ def stored_sample(step: str, kind: Kind) -> Check:
     def check(ctx: Context) -> tuple[State, str]:
         if not ctx.settings.build.sample_annotations:
             return "done", "skipped: sample_annotations = false in [tool.rescue.build]"
-        if not any(export.sessions() & set(ctx.rows) for export in load_stored(kind).values()):
+        if not _in_catalog(load_stored(kind), ctx):
             return "done", "not needed: no session of the stored sample export is in the catalog"
         return server(ctx)
 
@@ -132,7 +137,7 @@ def sample_roster(ctx: Context, roster: set[str]) -> set[str]:
     if not ctx.settings.build.sample_annotations:
         return roster
     stored = load_stored("annotation")
-    if any(export.sessions() & set(ctx.rows) for export in stored.values()):
+    if _in_catalog(stored, ctx):
         return (roster | accounts(stored)) - accounts(load_stored("adjudication"))
     return roster
 

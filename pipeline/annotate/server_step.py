@@ -44,14 +44,6 @@ def server_changed(ctx: Context) -> str | None:
     return None
 
 
-def server_check(ctx: Context) -> tuple[State, str]:
-    """Its last run, and whether the server's content may have changed since."""
-    state, reason = last_run_state(ctx.last_run("server"))
-    if state == "done" and (changed := server_changed(ctx)):
-        return "stale", f"Label Studio may have changed: {changed}"
-    return state, reason
-
-
 def server_step(ctx: Context) -> None:
     reason = ctx.build.server_reason
     if reason is None:
@@ -95,4 +87,4 @@ SERVER = Step(
     sources="LABEL_STUDIO_URL, or the embedded server's database",
     outputs=("build/state/corpus/server.json",),
     summary="open Label Studio only when something there can have changed (its database stamp is the input)",
-    needs=(LABEL_STUDIO,), after_sessions=True, check=server_check)
+    needs=(LABEL_STUDIO,), after_sessions=True, check=by_server("server"))  # its last run, and the server's content

@@ -30,6 +30,7 @@ from pipeline.schema import AnnotationSchema, load_schema
 from pipeline.settings import NO_OVERRIDES, Settings, SettingsOverrides, load_settings
 from pipeline.step import Inputs, Outcome, StepDetail, file_sha
 from pipeline.store import StepRun
+from pipeline.transcripts import rows_path
 
 Status = Outcome  # the one vocabulary of what a build did with a step (pipeline/step.py)
 
@@ -89,6 +90,11 @@ class StepContext:
     def outcomes(self) -> list[StepOutcome]:
         """What this build did with each corpus step so far, in order."""
         return self.build.outcomes
+
+    def any_rows(self) -> bool:
+        """Some catalog session has transcript rows: without any, the corpus steps have nothing to annotate."""
+        return any(path.is_file() and path.stat().st_size
+                   for path in (rows_path(self.project, entry.session_id) for entry in self.catalog))
 
     @cached_property
     def registry(self) -> Registry:

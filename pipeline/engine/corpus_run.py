@@ -30,7 +30,6 @@ from pipeline.errors import RescueError, os_error_message
 from pipeline.project import Project
 from pipeline.records import Record
 from pipeline.store import StepRun
-from pipeline.transcripts import rows_path
 
 
 class CorpusReport(Record):
@@ -101,8 +100,7 @@ class CorpusRun:
         self.project, self.planned = context.project, planned
         self.ctx: StepContext | None = None
         self.not_run = ""
-        if not any(path.is_file() and path.stat().st_size for path in
-                   (rows_path(context.project, entry.session_id) for entry in context.catalog)):
+        if not context.any_rows():
             self.not_run = "no catalog session has transcript rows yet: nothing to annotate"
             return
         ctx = self.ctx = context.for_corpus()

@@ -10,15 +10,13 @@ from pipeline.engine.context import StepContext
 from pipeline.engine.state import read_state
 from pipeline.errors import RescueError
 from pipeline.step import Freshness, last_run_state
-from pipeline.transcripts import rows_path
 
 
 def corpus_freshness(ctx: StepContext) -> list[Freshness]:
     """Every corpus step's state and why, in graph order; a step whose upstream step never ran or failed is
     blocked (its inputs do not exist yet). Read-only: `rescue status` takes no lock and rewrites nothing."""
     project, corpus = ctx.project, ctx.registry.corpus
-    rows = [rows_path(project, entry.session_id) for entry in ctx.catalog]
-    if not any(path.is_file() and path.stat().st_size for path in rows):
+    if not ctx.any_rows():
         return [Freshness(step=name, state="blocked", reason="no catalog session has transcript rows yet")
                 for name in corpus]
     try:

@@ -48,7 +48,8 @@ def waiting_sessions(ctx: StepContext, entries: Iterable[CatalogEntry] | None = 
             if status.state in wanted:
                 has_rows = rows_path(ctx.project, entry.session_id).is_file()
                 found.append(Waiting(session_id=entry.session_id, step=stage.name, state=status.state,
-                                     reason=status.reason, holds_back=downstream(stage.name, ctx.registry.steps), has_rows=has_rows))
+                                     reason=status.reason, holds_back=downstream(stage.name, ctx.registry.steps),
+                                     has_rows=has_rows))
             break
     return found
 
